@@ -1,4 +1,79 @@
 """Pure-Python core of tlsite: read a TORCH_TRACE log, model it, analyse it, render Markdown.
 
-Nothing in this package imports MkDocs.
+Nothing in this package imports MkDocs. The entry point for scripts and tests::
+
+    from tlsite.core import load
+    trace = load("dedicated_log_torch_trace_abc.log")
+    trace.graph_breaks, trace.recompiles, trace.failures, trace.compile_times
 """
+
+from __future__ import annotations
+
+import os
+
+from .builder import build_trace
+from .compile_id import CompileId
+from .model import Artifact, CompileUnit, Event, Trace
+from .source import InputError, LogSource, ResolvedInput, resolve_input
+from .stats import ParseStats
+from .store import PayloadStore
+
+__all__ = [
+    "Artifact",
+    "CompileId",
+    "CompileUnit",
+    "Event",
+    "InputError",
+    "LogSource",
+    "ParseStats",
+    "PayloadStore",
+    "ResolvedInput",
+    "Trace",
+    "load",
+    "load_source",
+    "resolve_input",
+]
+
+
+def load_source(
+    source: LogSource, *, store: PayloadStore | None = None, export_mode: bool | None = None
+) -> Trace:
+    """Read one log into a :class:`Trace` (payloads go to ``store`` or a temporary one)."""
+    if export_mode is None:
+        export_mode = _looks_like_export(source)
+    with source.open() as stream:
+        trace = build_trace(stream, source.display_name, store=store, export_mode=export_mode)
+    return trace
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    latest: bool = False,
+    rank: int | None = None,
+    export_mode: bool | None = None,
+    store: PayloadStore | None = None,
+) -> Trace:
+    """Read the trace at ``path`` (file, .gz, .zip, .7z, directory or ``-``) into a model.
+
+    For a directory of rank logs, ``rank`` picks one (default: the lowest rank).
+    """
+    resolved = resolve_input(path, latest=latest)
+    logs = resolved.logs
+    if rank is not None:
+        logs = [log for log in logs if log.rank == rank]
+        if not logs:
+            raise InputError(f"{os.fspath(path)}: no log for rank {rank}")
+    trace = load_source(logs[0], store=store, export_mode=export_mode)
+    trace.notes.extend(resolved.notes)
+    if resolved.is_multi_rank and len(resolved.logs) > 1 and rank is None:
+        trace.notes.append(
+            f"{len(resolved.logs)} rank logs found; this report shows rank "
+            f"{logs[0].rank} only (multi-rank reports are not built yet)"
+        )
+    return trace
+
+
+def _looks_like_export(source: LogSource) -> bool:
+    """Export (draft-export) traces are detected by their records, not by a flag."""
+    return False

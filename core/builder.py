@@ -1,0 +1,159 @@
+"""Drive records through the handler registry into a :class:`~tlsite.core.model.Trace`.
+
+Besides the model, the builder streams two spill files while it reads (``raw.jsonl`` lines and
+chromium events) so that neither is held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from . import handlers
+from .compile_id import CompileId
+from .frames import InternTable, read_stack
+from .model import CompileUnit, Trace
+from .records import CONTEXT_KEYS, Record, RecordReader
+from .registry import RecordContext, handler_for
+from .stats import ParseStats
+from .store import PayloadStore
+
+#: Keys tlparse adds to each raw.jsonl line.
+RAW_ADDED_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")
+_YEAR_PLACEHOLDER = "0000-"
+
+
+class TraceBuilder:
+    """Build one trace model from one log's lines."""
+
+    def __init__(
+        self, source: str, store: PayloadStore | None = None, *, export_mode: bool = False
+    ) -> None:
+        stats = ParseStats(source=source)
+        self.trace = Trace(
+            source=source,
+            stats=stats,
+            strings=InternTable(),
+            store=store or PayloadStore(),
+            export_mode=export_mode,
+        )
+        self._number = 0
+        self._raw: TextIO = open(self.trace.raw_jsonl_path, "w", encoding="utf-8")  # noqa: SIM115
+        self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
+        self.reader_strings = self.trace.strings
+
+    # -- numbering and folders ------------------------------------------------------------------
+    def next_number(self) -> int:
+        number = self._number
+        self._number += 1
+        return number
+
+    @staticmethod
+    def folder_for(record: Record) -> str:
+        """The folder of a record's files: its compile id as logged (tlparse's raw dir)."""
+        if record.compile_id is None:
+            return f"unknown_{record.line}"
+        return record.compile_id.dirname
+
+    def unit_for(self, record: Record) -> CompileUnit:
+        key = None if record.compile_id is None else record.compile_id.directory_key()
+        unit = self.trace.units.get(key)
+        if unit is None:
+            unit = CompileUnit(id=key, order=len(self.trace.units), first_line=record.line)
+            self.trace.units[key] = unit
+        return unit
+
+    # -- reading ----------------------------------------------------------------------------------
+    def read(self, lines: Iterable[bytes]) -> Trace:
+        reader = RecordReader(lines, self.trace.stats)
+        self.reader_strings = reader.strings
+        self.trace.strings = reader.strings
+        try:
+            for record in reader:
+                self.add(record)
+        finally:
+            self.finish()
+        self.trace.rank = reader.expected_rank
+        return self.trace
+
+    def add(self, record: Record) -> None:
+        if record.other_rank:
+            self._write_raw(record, None)
+            return
+        stats = self.trace.stats
+        for key in record.envelope:
+            if key not in CONTEXT_KEYS and key != record.event_type:
+                stats.unknown_keys[key] += 1
+        unit = self.unit_for(record)
+        ctx = RecordContext(self, record, unit)
+        handler = handler_for(record.event_type) or handlers.generic_handler
+        handler(ctx)
+        if "stack" in record.envelope:
+            frames = read_stack(record.envelope["stack"], self.reader_strings)
+            if frames:
+                self.trace.unknown_stacks.append(frames)
+        payload_filename = ctx.payload_file
+        if payload_filename is None and record.payload and not ctx.consumed_payload:
+            key = record.payload_key or ""
+            ref = ctx.payload_ref
+            if ref is not None:
+                self.trace.loose_payloads[key] = ref
+                payload_filename = f"payloads/{key}.txt"
+        if record.event_type != "chromium_event":
+            self._write_raw(record, payload_filename)
+
+    def add_chromium_event(self, event: Any) -> None:
+        self.trace.chromium_events += 1
+        if self.trace.year is None and isinstance(event, dict):
+            self.trace.year = _year_of(event.get("ts"))
+        self._chromium.write(json.dumps(event, sort_keys=True, ensure_ascii=False))
+        self._chromium.write("\n")
+
+    def _write_raw(self, record: Record, payload_filename: str | None) -> None:
+        line = dict(record.envelope)
+        header = record.header
+        added: dict[str, Any] = {
+            "timestamp": f"{_YEAR_PLACEHOLDER}{header.month:02d}-{header.day:02d}T{header.time}Z",
+            "thread": header.thread,
+            "pathname": header.pathname,
+            "lineno": header.lineno,
+        }
+        if payload_filename is not None:
+            added["payload_filename"] = payload_filename
+        for key, value in added.items():
+            if key in line:
+                line[f"original_{key}"] = line[key]
+            line[key] = value
+        self._raw.write(json.dumps(line, sort_keys=True, ensure_ascii=False, default=str))
+        self._raw.write("\n")
+
+    def finish(self) -> None:
+        self._raw.close()
+        self._chromium.close()
+
+
+def _year_of(ts: Any) -> int | None:
+    """The year of a chromium ``ts`` (µs since the epoch); glog headers carry no year."""
+    import datetime
+
+    if not isinstance(ts, (int, float)) or ts <= 0:
+        return None
+    try:
+        return datetime.datetime.fromtimestamp(ts / 1e6, tz=datetime.timezone.utc).year
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def build_trace(
+    lines: Iterable[bytes],
+    source: str,
+    *,
+    store: PayloadStore | None = None,
+    export_mode: bool = False,
+) -> Trace:
+    """Read ``lines`` (the raw lines of one log) into a trace model."""
+    return TraceBuilder(source, store, export_mode=export_mode).read(lines)
+
+
+__all__ = ["CompileId", "TraceBuilder", "build_trace"]

@@ -1,0 +1,225 @@
+"""Handlers for every event type PyTorch 2.5–2.15 writes, registered by event type.
+
+Handlers run in log order. Each numbered output takes the next number of the log's global
+counter, which reproduces tlparse's file names (``-_0_0_0/dynamo_output_graph_0.txt``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import PurePosixPath
+
+from .frames import drop_convert_frame_suffix
+from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD
+from .registry import RecordContext, handles, safe_name
+
+#: Graph-like envelopes whose payload becomes ``<type>_N.txt``.
+GRAPH_TYPES = (
+    "optimize_ddp_split_graph",
+    "compiled_autograd_graph",
+    "aot_forward_graph",
+    "aot_backward_graph",
+    "aot_inference_graph",
+    "aot_joint_graph",
+    "inductor_post_grad_graph",
+    "inductor_pre_grad_graph",
+    "dynamo_cpp_guards_str",
+    "dynamo_output_graph",
+)
+
+#: Per-compile summaries: kept as metrics records; tlparse renders the first three as pages.
+METRICS_PAGES = (
+    "compilation_metrics",
+    "bwd_compilation_metrics",
+    "aot_autograd_backward_compilation_metrics",
+)
+METRICS_ONLY = ("compilation_metrics_runtime", "bwd_compilation_metrics_runtime")
+
+#: Symbolic-shape and export-diagnostic events, kept with their resolved stacks.
+SYMBOLIC_TYPES = (
+    "symbolic_shape_specialization",
+    "guard_added_fast",
+    "guard_added",
+    "create_symbol",
+    "create_unbacked_symbol",
+    "propagate_real_tensors",
+    "propagate_real_tensors_provenance",
+    "expression_created",
+    "guard_on_data_dependent_error",
+    "missing_fake_kernel",
+    "mismatched_fake_kernel",
+)
+
+#: Tensor/storage/source descriptions: very many, so only counted per compile unit.
+DESCRIBE_TYPES = ("describe_storage", "describe_tensor", "describe_source")
+
+_EVAL_WITH_KEY = re.compile(r"<eval_with_key>\.(\d+)")
+KERNEL_STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
+
+
+@handles(*GRAPH_TYPES)
+def graph(ctx: RecordContext) -> None:
+    ctx.emit(ctx.record.event_type, ".txt")
+
+
+@handles("optimize_ddp_split_child")
+def ddp_split_child(ctx: RecordContext) -> None:
+    name = ctx.field("name", str, "")
+    ctx.emit(f"optimize_ddp_split_child_{name}", ".txt")
+
+
+@handles("graph_dump")
+def graph_dump(ctx: RecordContext) -> None:
+    name = ctx.field("name", str)
+    if name is None:
+        ctx.keep_event()
+        return
+    filename = ctx.field("filename", str)
+    ctx.emit(name, ".txt", metadata={"filename": filename} if filename else None)
+
+
+@handles("dynamo_guards")
+def dynamo_guards(ctx: RecordContext) -> None:
+    try:
+        guards = json.loads(ctx.payload or "")
+    except ValueError:
+        guards = None
+    if not isinstance(guards, list):
+        ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "dynamo_guards: not a list")
+        ctx.keep_event()
+        return
+    ctx.emit("dynamo_guards", ".html", body=BODY_PAGE, encoding="json")
+
+
+@handles("inductor_output_code")
+def inductor_output_code(ctx: RecordContext) -> None:
+    filename = ctx.field("filename", str)
+    stem = "inductor_output_code"
+    if filename:
+        stem += "_" + file_stem(filename)
+    metadata = {"filename": filename} if filename else None
+    ctx.emit(stem, ".html", name="inductor_output_code", body=BODY_PAGE, metadata=metadata)
+
+
+@handles(*METRICS_PAGES)
+def metrics_page(ctx: RecordContext) -> None:
+    ctx.keep_event(into="metrics")
+    ctx.emit(ctx.record.event_type, ".html", body=BODY_PAGE)
+
+
+@handles(*METRICS_ONLY)
+def metrics_only(ctx: RecordContext) -> None:
+    ctx.keep_event(into="metrics")
+
+
+@handles("link")
+def link(ctx: RecordContext) -> None:
+    name = ctx.field("name", str, "link")
+    url = ctx.field("url", str, "")
+    ctx.emit_link(name, url)
+
+
+@handles("artifact")
+def artifact(ctx: RecordContext) -> None:
+    name = ctx.field("name", str)
+    encoding = ctx.field("encoding", str, "string")
+    if name is None or encoding not in ("string", "json"):
+        detail = f"artifact {name!r} with encoding {encoding!r}"
+        ctx.builder.trace.stats.find("bad_payload", ctx.record.line, detail)
+        ctx.keep_event()
+        return
+    if encoding == "string":
+        ctx.emit(name, ".txt", name=name)
+        return
+    output = ctx.emit(name, ".json", name=name, body=BODY_JSON, encoding="json")
+    if name.startswith(KERNEL_STACK_TRACES):
+        # tlparse lists the JSON with the number its readable companion page took
+        # (or an empty readable_url when the JSON does not decode); we keep both quirks.
+        if _decodes_as_object(ctx.payload):
+            output.readable_path = output.path.removesuffix(".json") + "_readable.html"
+            output.listed_number = ctx.builder.next_number()
+        else:
+            output.readable_path = ""
+    if name == "torch_version":
+        try:
+            version = json.loads(ctx.payload or "").get("pytorch_version")
+        except (ValueError, AttributeError):
+            version = None
+        if isinstance(version, str):
+            ctx.builder.trace.torch_version = version
+
+
+@handles("dump_file")
+def dump_file(ctx: RecordContext) -> None:
+    name = ctx.field("name", str, "")
+    match = _EVAL_WITH_KEY.search(name)
+    stem = f"eval_with_key_{match.group(1)}" if match else safe_name(name)
+    output = ctx.emit_global(f"dump_file/{stem}.html", name=name, body=BODY_PAGE)
+    ctx.builder.trace.dump_files[name] = output
+
+
+@handles("chromium_event")
+def chromium_event(ctx: RecordContext) -> None:
+    ctx.consumed_payload = True  # chromium payloads never go to payloads/
+    try:
+        event = json.loads(ctx.payload or "")
+    except ValueError:
+        ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
+        return
+    ctx.builder.add_chromium_event(event)
+
+
+@handles("dynamo_start")
+def dynamo_start(ctx: RecordContext) -> None:
+    frames = ctx.stack("stack")
+    if frames:
+        ctx.unit.stacks.append(drop_convert_frame_suffix(frames))
+
+
+@handles(*SYMBOLIC_TYPES)
+def symbolic(ctx: RecordContext) -> None:
+    event = ctx.keep_event()
+    for key in ("stack", "user_stack"):
+        frames = ctx.stack(key)
+        if frames:
+            event.stacks[key] = frames
+
+
+@handles(*DESCRIBE_TYPES)
+def describe(ctx: RecordContext) -> None:
+    ctx.unit.event_counts[ctx.record.event_type] += 1
+
+
+@handles("exported_program")
+def exported_program(ctx: RecordContext) -> None:
+    if ctx.builder.trace.export_mode:
+        ctx.emit("exported_program", ".txt")
+    else:
+        ctx.keep_event()
+
+
+def generic_handler(ctx: RecordContext) -> None:
+    """Unknown event types are kept, counted and shown generically, never dropped."""
+    ctx.builder.trace.stats.unknown_events[ctx.record.event_type] += 1
+    ctx.builder.trace.stats.find("unknown_event", ctx.record.line, ctx.record.event_type)
+    ctx.keep_event()
+
+
+def file_stem(filename: str) -> str:
+    """Rust's ``Path::file_stem``: the last component without its final extension."""
+    name = PurePosixPath(filename).name
+    if name.startswith(".") and name.count(".") == 1:
+        return name
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem else name
+
+
+def _decodes_as_object(text: str | None) -> bool:
+    try:
+        return isinstance(json.loads(text or ""), dict)
+    except ValueError:
+        return False
+
+
+__all__ = ["BODY_PAYLOAD", "generic_handler"]

@@ -1,0 +1,223 @@
+"""The trace model every page is rendered from.
+
+A :class:`Trace` holds compile units (one per compile id, in first-seen order); each unit
+holds its artifacts (numbered like tlparse), metrics records, dynamo_start stacks and other
+events. Payload text lives in a :class:`~tlsite.core.store.PayloadStore`, not in memory.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .compile_id import CompileId
+from .frames import Frame, InternTable
+from .stats import ParseStats
+from .store import PayloadRef, PayloadStore
+
+if TYPE_CHECKING:
+    from .analysis.views import CompileTime, Failure, GraphBreak, Recompile
+
+#: How the body of an output file is produced from the record.
+BODY_PAYLOAD = "payload"  # the payload as is
+BODY_JSON = "json"  # the payload pretty-printed as JSON (sorted keys), raw text if invalid
+BODY_PAGE = "page"  # a small HTML page rendered from the model (tlparse rendered it)
+
+CACHE_MARKS = {"miss": "❌", "hit": "✅", "bypass": "❓"}
+
+
+def cache_status(path: str) -> str | None:
+    """tlparse's rule: ``cache_miss`` beats ``cache_hit`` beats ``cache_bypass`` in the path."""
+    for status in ("miss", "hit", "bypass"):
+        if f"cache_{status}" in path:
+            return status
+    return None
+
+
+@dataclass(slots=True)
+class Artifact:
+    """One numbered output of the trace: a graph, code, an artifact record, a link, a page."""
+
+    number: int
+    kind: str  # the event type that produced it
+    name: str  # the artifact / graph / link name shown to users
+    path: str | None  # tlparse-compatible relative path; None for links
+    line: int  # header line in the log
+    compile_id: CompileId | None  # as logged (the folder comes from it)
+    payload: PayloadRef | None = None
+    encoding: str = "string"
+    body: str = BODY_PAYLOAD
+    url: str | None = None  # links only
+    readable_path: str | None = None  # kernel stack-trace companion page
+    listed_number: int | None = None  # the number compile_directory.json shows, if different
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cache(self) -> str | None:
+        return cache_status(self.path or "")
+
+    @property
+    def is_link(self) -> bool:
+        return self.kind == "link"
+
+    @property
+    def filename(self) -> str:
+        return (self.path or self.name).rsplit("/", 1)[-1]
+
+    @property
+    def lexer(self) -> str:
+        """The Pygments lexer for showing this artifact."""
+        if self.body == BODY_JSON or self.encoding == "json":
+            return "json"
+        if self.kind == "graph_dump" or self.kind == "inductor_output_code":
+            text = self.metadata.get("filename") or ""
+            if str(text).endswith((".cpp", ".h", ".cu")) or self.name.startswith("inductor_aot"):
+                return "cpp"
+            return "python"
+        if self.kind == "artifact":
+            if "bytecode" in self.name.lower():
+                return "text"
+            if self.name.endswith(("_graph", "graph_runnable", "_pre_grad", "_post_grad")):
+                return "python"
+            return "text"
+        if self.kind == "dynamo_cpp_guards_str":
+            return "text"
+        return "python"
+
+
+@dataclass(slots=True)
+class Event:
+    """Any other record worth keeping: metrics, symbolic-shape events, unknown types, ..."""
+
+    type: str
+    line: int
+    compile_id: CompileId | None
+    metadata: Any
+    payload: PayloadRef | None = None
+    context: dict[str, Any] = field(default_factory=dict)  # other top-level keys
+    stacks: dict[str, list[Frame]] = field(default_factory=dict)  # resolved stack fields
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self.metadata if isinstance(self.metadata, dict) else {}
+
+
+@dataclass
+class CompileUnit:
+    """Everything logged under one compile id (its directory key)."""
+
+    id: CompileId | None
+    order: int
+    first_line: int
+    artifacts: list[Artifact] = field(default_factory=list)
+    metrics: list[Event] = field(default_factory=list)
+    stacks: list[list[Frame]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    event_counts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def display(self) -> str:
+        return "(unknown)" if self.id is None else self.id.display
+
+    @property
+    def key(self) -> str:
+        """The compile_directory.json key."""
+        return "unknown" if self.id is None else self.id.display
+
+    @property
+    def dirname(self) -> str:
+        return "unknown" if self.id is None else self.id.dirname
+
+    @property
+    def stack(self) -> list[Frame]:
+        return self.stacks[0] if self.stacks else []
+
+    @property
+    def compilation_metrics(self) -> list[Event]:
+        return [m for m in self.metrics if m.type == "compilation_metrics"]
+
+    def metric(self, key: str, default: Any = None) -> Any:
+        """The last value of a compilation_metrics field for this unit."""
+        for event in reversed(self.compilation_metrics):
+            if isinstance(event.metadata, dict) and event.metadata.get(key) is not None:
+                return event.metadata[key]
+        return default
+
+    def events_of(self, *types: str) -> list[Event]:
+        return [e for e in self.events if e.type in types]
+
+
+@dataclass
+class Trace:
+    """One log, read into compile units, with the stores the outputs are written from."""
+
+    source: str
+    stats: ParseStats
+    strings: InternTable
+    store: PayloadStore
+    units: dict[CompileId | None, CompileUnit] = field(default_factory=dict)
+    unknown_stacks: list[list[Frame]] = field(default_factory=list)
+    dump_files: dict[str, Artifact] = field(default_factory=dict)
+    loose_payloads: dict[str, PayloadRef] = field(default_factory=dict)  # payloads/<md5>.txt
+    chromium_events: int = 0
+    rank: int | None = None
+    year: int | None = None
+    torch_version: str | None = None
+    export_mode: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    # -- spilled streams (written while reading) -------------------------------------------
+    @property
+    def chromium_path(self) -> Path:
+        return self.store.spill_path("chromium_events.jsonl")
+
+    @property
+    def raw_jsonl_path(self) -> Path:
+        return self.store.spill_path("raw.jsonl.part")
+
+    # -- convenience --------------------------------------------------------------------------
+    def unit_list(self) -> list[CompileUnit]:
+        return list(self.units.values())
+
+    def unit(self, display: str) -> CompileUnit:
+        """The unit whose display id is ``display`` (e.g. ``"[0/1]"``)."""
+        for unit in self.units.values():
+            if unit.display == display:
+                return unit
+        raise KeyError(display)
+
+    def artifacts(self) -> list[Artifact]:
+        return [a for u in self.units.values() for a in u.artifacts]
+
+    def read_payload(self, ref: PayloadRef) -> str:
+        return self.store.read(ref)
+
+    # -- analysis views (see tlsite.core.analysis) ----------------------------------------------
+    @property
+    def graph_breaks(self) -> list[GraphBreak]:
+        from .analysis.views import graph_breaks
+
+        return graph_breaks(self)
+
+    @property
+    def recompiles(self) -> list[Recompile]:
+        from .analysis.views import recompiles
+
+        return recompiles(self)
+
+    @property
+    def failures(self) -> list[Failure]:
+        from .analysis.views import failures
+
+        return failures(self)
+
+    @property
+    def compile_times(self) -> list[CompileTime]:
+        from .analysis.views import compile_times
+
+        return compile_times(self)
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,186 @@
+"""The one registry that maps an event type to the handler that models it.
+
+A handler is a function ``(ctx: RecordContext) -> None`` registered with :func:`handles`.
+Adding an event type means adding one decorated function in :mod:`tlsite.core.handlers`.
+Event types without a handler are kept by :func:`generic_handler` and shown generically.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .frames import Frame, read_stack
+from .model import BODY_PAYLOAD, Artifact, CompileUnit, Event
+from .records import Record
+from .store import PayloadRef
+
+if TYPE_CHECKING:
+    from .builder import TraceBuilder
+
+Handler = Callable[["RecordContext"], None]
+HANDLERS: dict[str, Handler] = {}
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._+\-=@,]")
+MAX_NAME_CHARS = 120
+
+
+def handles(*event_types: str) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of ``event_types``."""
+
+    def register(func: Handler) -> Handler:
+        for event_type in event_types:
+            if event_type in HANDLERS:
+                raise ValueError(f"two handlers for {event_type!r}")
+            HANDLERS[event_type] = func
+        return func
+
+    return register
+
+
+def handler_for(event_type: str) -> Handler | None:
+    return HANDLERS.get(event_type)
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe version of a name taken from the trace.
+
+    Ordinary names (``fx_graph_cache_miss``) come through unchanged, so paths match tlparse;
+    anything that could leave the folder or confuse a file system (``/``, ``..``, NUL, very
+    long names) is replaced.
+    """
+    cleaned = _UNSAFE_NAME.sub("_", name)
+    if cleaned.strip(".") == "":
+        cleaned = "_" + cleaned
+    if cleaned.startswith("."):
+        cleaned = "_" + cleaned[1:]
+    return cleaned[:MAX_NAME_CHARS] or "_"
+
+
+class RecordContext:
+    """What a handler sees: the record, its compile unit, and ways to add to the model."""
+
+    def __init__(self, builder: TraceBuilder, record: Record, unit: CompileUnit) -> None:
+        self.builder = builder
+        self.record = record
+        self.unit = unit
+        self.payload_file: str | None = None  # last output whose body is the payload
+        self.consumed_payload = False  # True when no payloads/<md5>.txt is needed
+        self._payload_ref: PayloadRef | None = None
+
+    # -- reading the record -----------------------------------------------------------------
+    @property
+    def meta(self) -> dict[str, Any]:
+        value = self.record.metadata
+        return value if isinstance(value, dict) else {}
+
+    def field(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
+        """A metadata field of the expected type; a wrong type is noted and ignored."""
+        value = self.meta.get(key)
+        if value is None:
+            return default
+        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            return value
+        self.builder.trace.stats.find(
+            "bad_field", self.record.line, f"{self.record.event_type}.{key}: {value!r}"[:200]
+        )
+        return default
+
+    def stack(self, key: str) -> list[Frame]:
+        return read_stack(self.meta.get(key), self.builder.reader_strings)
+
+    @property
+    def payload(self) -> str | None:
+        return self.record.payload
+
+    @property
+    def payload_ref(self) -> PayloadRef | None:
+        if self._payload_ref is None and self.record.payload is not None:
+            self._payload_ref = self.builder.trace.store.put(
+                self.record.payload, self.record.payload_md5
+            )
+        return self._payload_ref
+
+    # -- adding to the model ----------------------------------------------------------------
+    def emit(
+        self,
+        stem: str,
+        ext: str,
+        *,
+        name: str | None = None,
+        body: str = BODY_PAYLOAD,
+        encoding: str = "string",
+        metadata: dict[str, Any] | None = None,
+    ) -> Artifact:
+        """Add a numbered output ``<compile folder>/<stem>_<N><ext>`` (tlparse's naming)."""
+        number = self.builder.next_number()
+        folder = self.builder.folder_for(self.record)
+        artifact = Artifact(
+            number=number,
+            kind=self.record.event_type,
+            name=name or stem,
+            path=f"{folder}/{safe_name(stem)}_{number}{ext}",
+            line=self.record.line,
+            compile_id=self.record.compile_id,
+            payload=self.payload_ref,
+            encoding=encoding,
+            body=body,
+            metadata=metadata or {},
+        )
+        self.unit.artifacts.append(artifact)
+        if body in ("payload", "json"):
+            self.payload_file = artifact.path
+            self.consumed_payload = True
+        return artifact
+
+    def emit_global(self, path: str, *, name: str, body: str) -> Artifact:
+        """Add a numbered output at a fixed path (dump_file pages), listed under this unit."""
+        artifact = Artifact(
+            number=self.builder.next_number(),
+            kind=self.record.event_type,
+            name=name,
+            path=path,
+            line=self.record.line,
+            compile_id=self.record.compile_id,
+            payload=self.payload_ref,
+            body=body,
+        )
+        self.unit.artifacts.append(artifact)
+        return artifact
+
+    def emit_link(self, name: str, url: str) -> Artifact:
+        artifact = Artifact(
+            number=self.builder.next_number(),
+            kind="link",
+            name=name,
+            path=None,
+            line=self.record.line,
+            compile_id=self.record.compile_id,
+            url=url,
+        )
+        self.unit.artifacts.append(artifact)
+        return artifact
+
+    def keep_event(self, *, into: str = "events") -> Event:
+        """Keep the record as an :class:`Event` on the unit (``events`` or ``metrics``)."""
+        extra = {
+            k: v
+            for k, v in self.record.envelope.items()
+            if k != self.record.event_type and k not in _CONTEXT_SHOWN
+        }
+        event = Event(
+            type=self.record.event_type,
+            line=self.record.line,
+            compile_id=self.record.compile_id,
+            metadata=self.record.metadata,
+            payload=self.payload_ref,
+            context=extra,
+        )
+        getattr(self.unit, into).append(event)
+        return event
+
+
+_CONTEXT_SHOWN = frozenset(
+    {"compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload", "rank"}
+)

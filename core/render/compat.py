@@ -1,0 +1,210 @@
+"""Write tlparse-compatible machine outputs, so scripts written for tlparse keep working.
+
+Every artifact file at tlparse's relative path and number, ``payloads/<md5>.txt``,
+``raw.jsonl``, ``compile_directory.json``, ``chromium_events.json`` and ``raw.log``.
+Pages tlparse rendered as HTML (metrics, guards, output code, dump files) are written as small
+self-contained HTML pages at the same paths, linking to the full report page.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
+from .templating import render
+
+
+def pretty_json(text: str) -> str:
+    """tlparse's JSON artifact body: 2-space indent, sorted keys; raw text when invalid."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def unit_page_href(unit: CompileUnit, *, depth: int) -> str:
+    """Relative link from a file ``depth`` folders deep to the unit's report page."""
+    return "../" * depth + f"{unit.dirname}/index.html"
+
+
+@dataclass
+class CompatWriter:
+    """Writes the compatible outputs of one trace into ``out``."""
+
+    trace: Trace
+    out: Path
+    raw_log: Callable[[], Iterator[bytes]] | None = None
+    written: list[str] = field(default_factory=list)
+
+    def write_all(self) -> list[str]:
+        self.out.mkdir(parents=True, exist_ok=True)
+        for unit in self.trace.units.values():
+            for artifact in unit.artifacts:
+                self._write_artifact(unit, artifact)
+        for key, ref in self.trace.loose_payloads.items():
+            self.trace.store.copy_to(ref, self.out / "payloads" / f"{key}.txt")
+            self.written.append(f"payloads/{key}.txt")
+        self._write_raw_jsonl()
+        self._write_json("compile_directory.json", compile_directory(self.trace))
+        self._write_chromium_events()
+        if self.raw_log is not None:
+            with open(self.out / "raw.log", "wb") as dest:
+                for chunk in self.raw_log():
+                    dest.write(chunk)
+            self.written.append("raw.log")
+        return self.written
+
+    # -- artifacts --------------------------------------------------------------------------
+    def _write_artifact(self, unit: CompileUnit, artifact: Artifact) -> None:
+        if artifact.path is None:
+            return
+        dest = self.out / artifact.path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if artifact.body == BODY_PAYLOAD and artifact.payload is not None:
+            self.trace.store.copy_to(artifact.payload, dest)
+        elif artifact.body == BODY_PAYLOAD:
+            dest.write_text("", encoding="utf-8")
+        elif artifact.body == BODY_JSON:
+            text = self.trace.read_payload(artifact.payload) if artifact.payload else ""
+            dest.write_text(pretty_json(text), encoding="utf-8")
+        elif artifact.body == BODY_PAGE:
+            dest.write_text(self._page(unit, artifact), encoding="utf-8")
+        self.written.append(artifact.path)
+        if artifact.readable_path:
+            readable = self._readable_page(unit, artifact)
+            (self.out / artifact.readable_path).write_text(readable, encoding="utf-8")
+            self.written.append(artifact.readable_path)
+
+    def _page(self, unit: CompileUnit, artifact: Artifact) -> str:
+        depth = artifact.path.count("/") if artifact.path else 0
+        context: dict[str, Any] = {
+            "title": f"{artifact.name} {unit.display}",
+            "report_href": unit_page_href(unit, depth=depth) + f"#artifact-{artifact.number}",
+            "back_text": f"{unit.display} in the report",
+            "note": None,
+            "rows": None,
+            "items": None,
+            "sections": [],
+            "numbered_lines": None,
+            "code": None,
+        }
+        payload = self.trace.read_payload(artifact.payload) if artifact.payload else ""
+        if artifact.kind == "dynamo_guards":
+            context["title"] = f"Guards {unit.display}"
+            context["items"] = [
+                g.get("code") for g in _json_list(payload) if isinstance(g, dict)
+            ]
+        elif artifact.kind.endswith("compilation_metrics"):
+            event = next((m for m in unit.metrics if m.line == artifact.line), None)
+            meta = event.meta if event else {}
+            context["title"] = f"Compilation metrics {unit.display}"
+            context["rows"] = [(k, _show(v)) for k, v in meta.items()]
+        elif artifact.kind == "dump_file":
+            context["title"] = artifact.name
+            context["numbered_lines"] = payload.split("\n")
+        else:
+            context["code"] = payload
+        return render("compat_page.html", **context)
+
+    def _readable_page(self, unit: CompileUnit, artifact: Artifact) -> str:
+        text = self.trace.read_payload(artifact.payload) if artifact.payload else "{}"
+        sections = [
+            {"heading": kernel, "blocks": traces}
+            for kernel, traces in kernel_stack_traces(text).items()
+        ]
+        depth = artifact.readable_path.count("/") if artifact.readable_path else 0
+        return render(
+            "compat_page.html",
+            title=f"Kernel stack traces {unit.display}",
+            report_href=unit_page_href(unit, depth=depth) + f"#artifact-{artifact.number}",
+            back_text=f"{unit.display} in the report",
+            note=None,
+            rows=None,
+            items=None,
+            sections=sections,
+            numbered_lines=None,
+            code=None,
+        )
+
+    # -- whole-trace files ------------------------------------------------------------------
+    def _write_raw_jsonl(self) -> None:
+        year = f"{self.trace.year or 1970:04d}-"
+        with open(self.out / "raw.jsonl", "w", encoding="utf-8") as dest:
+            table = {"string_table": self.trace.strings.as_list()}
+            dest.write(json.dumps(table, ensure_ascii=False, separators=(",", ":")) + "\n")
+            with open(self.trace.raw_jsonl_path, encoding="utf-8") as spill:
+                for line in spill:
+                    dest.write(line.replace('"timestamp": "0000-', f'"timestamp": "{year}', 1))
+        self.written.append("raw.jsonl")
+
+    def _write_chromium_events(self) -> None:
+        with open(self.out / "chromium_events.json", "w", encoding="utf-8") as dest:
+            dest.write("[")
+            first = True
+            with open(self.trace.chromium_path, encoding="utf-8") as spill:
+                for line in spill:
+                    dest.write("\n  " if first else ",\n  ")
+                    dest.write(line.rstrip("\n"))
+                    first = False
+            dest.write("\n]\n" if not first else "]\n")
+        self.written.append("chromium_events.json")
+
+    def _write_json(self, name: str, value: Any) -> None:
+        text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+        (self.out / name).write_text(text + "\n", encoding="utf-8")
+        self.written.append(name)
+
+
+def compile_directory(trace: Trace) -> dict[str, Any]:
+    """tlparse's ``compile_directory.json``: display id → its numbered outputs."""
+    directory: dict[str, Any] = {}
+    for unit in trace.units.values():
+        entries = directory.setdefault(unit.key, {"artifacts": []})["artifacts"]
+        for artifact in unit.artifacts:
+            entries.append(
+                {
+                    "name": artifact.name if artifact.is_link else artifact.filename,
+                    "number": artifact.listed_number or artifact.number,
+                    "readable_url": artifact.readable_path,
+                    "suffix": CACHE_MARKS.get(artifact.cache or "", ""),
+                    "url": artifact.url if artifact.is_link else artifact.path,
+                }
+            )
+    return directory
+
+
+def kernel_stack_traces(text: str) -> dict[str, list[str]]:
+    """Kernel → readable stack traces (producers double-escape newlines as ``\\n``)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    result: dict[str, list[str]] = {}
+    for kernel in sorted(value):
+        traces = value[kernel] if isinstance(value[kernel], list) else [value[kernel]]
+        result[kernel] = [str(t).replace("\\n", "\n").rstrip("\n") for t in traces]
+    return result
+
+
+def _json_list(text: str) -> list[Any]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return value if isinstance(value, list) else []
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def copy_raw_log(source: Path, dest: Path) -> None:
+    shutil.copyfile(source, dest)

@@ -1,0 +1,112 @@
+"""Parse health: every input line is accounted for, and every skipped one has a reason.
+
+Line-level outcomes partition the physical lines of a log (``total == sum of outcomes``).
+Record-level findings (an MD5 mismatch, an unknown event type, a malformed field) are noted
+on top, with the line of the record they concern.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+#: Line outcomes that mean "read and used".
+READ_OUTCOMES = ("record", "payload", "interned", "blank")
+
+#: Line outcomes that mean "skipped", with the text shown to users.
+SKIP_REASONS: dict[str, str] = {
+    "bad_header": "not a trace line (no glog header)",
+    "bad_json": "the record's JSON does not parse",
+    "not_object": "the record's JSON is not an object",
+    "not_utf8": "not valid UTF-8",
+    "orphan_payload": "payload line with no record before it (that record was skipped)",
+    "other_rank": "record from another rank than the first one seen in this log",
+    "bad_str": "malformed string-table (str) record",
+}
+
+#: Record-level findings: the record was still used.
+FINDING_REASONS: dict[str, str] = {
+    "md5_mismatch": "payload MD5 does not match has_payload (lines lost or changed)",
+    "unknown_event": "event type tlsite has no special view for (shown generically)",
+    "unknown_key": "top-level key tlsite does not know (kept in raw.jsonl)",
+    "bad_field": "a metadata field has an unexpected type (the field was ignored)",
+    "bad_payload": "payload could not be decoded as its declared format (shown as text)",
+    "bad_compile_id": "compile-id fields are malformed (listed under 'unknown')",
+}
+
+SAMPLE_LIMIT = 200
+SAMPLE_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One example of a skipped line or a finding, for the Parse health page."""
+
+    line: int
+    reason: str
+    detail: str
+
+
+@dataclass
+class ParseStats:
+    """Counters and examples for one log."""
+
+    source: str = ""
+    total_lines: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    findings: Counter[str] = field(default_factory=Counter)
+    samples: list[Sample] = field(default_factory=list)
+    lines_by_reason: dict[str, list[int]] = field(default_factory=dict)
+    unknown_events: Counter[str] = field(default_factory=Counter)
+    unknown_keys: Counter[str] = field(default_factory=Counter)
+    detected_rank: int | None = None
+
+    def read(self, outcome: str, count: int = 1) -> None:
+        self.outcomes[outcome] += count
+
+    def skip(self, reason: str, line: int, detail: str = "", count: int = 1) -> None:
+        """Account ``count`` lines starting at ``line`` as skipped for ``reason``."""
+        self.outcomes[reason] += count
+        self._note(reason, line, detail)
+
+    def find(self, reason: str, line: int, detail: str = "") -> None:
+        self.findings[reason] += 1
+        self._note(reason, line, detail)
+
+    def _note(self, reason: str, line: int, detail: str) -> None:
+        numbers = self.lines_by_reason.setdefault(reason, [])
+        if len(numbers) < 10_000:
+            numbers.append(line)
+        if len(self.samples) < SAMPLE_LIMIT:
+            if len(detail) > SAMPLE_CHARS:
+                detail = detail[:SAMPLE_CHARS] + "…"
+            self.samples.append(Sample(line, reason, detail))
+
+    @property
+    def skipped_lines(self) -> int:
+        return sum(n for k, n in self.outcomes.items() if k in SKIP_REASONS)
+
+    @property
+    def accounted_lines(self) -> int:
+        return sum(self.outcomes.values())
+
+    @property
+    def records(self) -> int:
+        return self.outcomes["record"]
+
+    def summary(self) -> str:
+        """One line for the terminal, e.g. ``trace.log: 1,204 records; 2 lines skipped (…)``."""
+        parts = [f"{self.records:,} records from {self.total_lines:,} lines"]
+        skipped = {k: n for k, n in self.outcomes.items() if k in SKIP_REASONS and n}
+        if skipped:
+            detail = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(skipped.items()))
+            first = min(self.lines_by_reason[k][0] for k in skipped)
+            parts.append(f"{self.skipped_lines:,} lines skipped ({detail}; first at line {first})")
+        if self.findings["md5_mismatch"]:
+            parts.append(f"{self.findings['md5_mismatch']:,} payload MD5 mismatches")
+        return f"{self.source}: " + "; ".join(parts)
+
+    @property
+    def is_clean(self) -> bool:
+        """True when nothing was skipped and no payload was damaged (what --strict checks)."""
+        return self.skipped_lines == 0 and not self.findings["md5_mismatch"]
