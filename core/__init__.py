@@ -74,6 +74,24 @@ def load(
     return trace
 
 
+EXPORT_MARKERS = (b'{"exported_program"', b'{"missing_fake_kernel"', b'{"mismatched_fake_kernel"')
+PRESCAN_BYTES = 64 * 1024 * 1024
+
+
 def _looks_like_export(source: LogSource) -> bool:
-    """Export (draft-export) traces are detected by their records, not by a flag."""
+    """Draft-export traces are recognised by their records (a cheap scan of the start)."""
+    if source.display_name == "-":
+        return False
+    seen = 0
+    tail = b""
+    with source.open() as stream:
+        while seen < PRESCAN_BYTES:
+            chunk = stream.read(1 << 20)
+            if not chunk:
+                return False
+            window = tail + chunk
+            if any(marker in window for marker in EXPORT_MARKERS):
+                return True
+            tail = chunk[-64:]
+            seen += len(chunk)
     return False

@@ -184,6 +184,15 @@ def symbolic(ctx: RecordContext) -> None:
         frames = ctx.stack(key)
         if frames:
             event.stacks[key] = frames
+    if ctx.builder.trace.export_mode and is_export_guard(event.type, event.meta):
+        ctx.emit("symbolic_guard_information", ".html", body=BODY_PAGE)
+
+
+def is_export_guard(event_type: str, meta: dict) -> bool:
+    """Guards draft-export reports as failures: data-dependent ones and evaluated guards."""
+    if event_type == "propagate_real_tensors_provenance":
+        return True
+    return event_type == "guard_added" and meta.get("prefix") == "eval"
 
 
 @handles(*DESCRIBE_TYPES)
