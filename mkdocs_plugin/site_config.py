@@ -1,0 +1,160 @@
+"""MkDocs configuration for an offline tlsite report, and an in-process build.
+
+The report must work when opened from ``file://`` with no network, so the configuration only uses
+stock Material features that render at build time, turns web fonts off, and vendors the one
+script Material would otherwise fetch from a CDN (the Web-Worker shim search needs on file://).
+The mapping is plain data, so the same settings can also be written out as ``mkdocs.yml`` and
+built by ``mkdocs build`` or a compatible tool.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tlsite.themes
+import yaml
+
+if TYPE_CHECKING:
+    from mkdocs.plugins import BasePlugin
+
+#: Material's ``custom_dir`` with tlsite's CSS, JavaScript, shim and template override.
+THEME_DIR = Path(tlsite.themes.__file__).resolve().parent / "material"
+
+#: Site-relative URLs of the theme assets (MkDocs copies custom_dir files into the site).
+ASSET_DIR = "assets/tlsite"
+WORKER_SHIM = f"{ASSET_DIR}/iframe-worker-shim.js"
+EXTRA_CSS = f"{ASSET_DIR}/tlsite.css"
+EXTRA_JS = f"{ASSET_DIR}/tlsite.js"
+
+# navigation.prune keeps the nav from being rendered into every page (quadratic size otherwise).
+# navigation.instant is left out: it turns itself off on file:// and needs site_url for Pages.
+FEATURES = [
+    "navigation.prune",
+    "navigation.sections",
+    "navigation.top",
+    "navigation.tracking",
+    "content.code.copy",
+    "search.highlight",
+    "search.suggest",
+]
+
+# A light and a dark scheme with a toggle; the icons are inline SVG, so nothing is fetched.
+PALETTE = [
+    {
+        "media": "(prefers-color-scheme: light)",
+        "scheme": "default",
+        "toggle": {"icon": "material/brightness-7", "name": "Switch to dark mode"},
+    },
+    {
+        "media": "(prefers-color-scheme: dark)",
+        "scheme": "slate",
+        "toggle": {"icon": "material/brightness-4", "name": "Switch to light mode"},
+    },
+]
+
+MARKDOWN_EXTENSIONS: list[Any] = [
+    "admonition",
+    "pymdownx.details",
+    "pymdownx.superfences",
+    {
+        "pymdownx.highlight": {
+            # every code line gets id="__codelineno-<block>-<line>", so lines can be linked
+            "anchor_linenums": True,
+            "line_spans": "__span",
+            "pygments_lang_class": True,
+            "use_pygments": True,
+        }
+    },
+    "pymdownx.inlinehilite",
+    "tables",
+    "attr_list",
+    "md_in_html",
+    {"toc": {"permalink": True}},
+    {"pymdownx.tabbed": {"alternate_style": True}},
+]
+
+# Generated pages are often reachable only through index tables, not the nav: not an issue.
+VALIDATION = {
+    "nav": {"omitted_files": "ignore", "not_found": "warn", "absolute_links": "info"},
+    "links": {
+        "not_found": "warn",
+        "anchors": "info",
+        "absolute_links": "info",
+        "unrecognized_links": "info",
+    },
+}
+
+
+def site_config(
+    *, docs_dir: str, site_dir: str, site_name: str, nav: list | None = None
+) -> dict[str, Any]:
+    """Return the MkDocs configuration mapping for an offline report.
+
+    ``docs_dir`` must exist (it may be empty when a plugin generates the pages). With ``nav``
+    left as None, MkDocs builds the navigation from the files it finds.
+    """
+    config: dict[str, Any] = {
+        "site_name": site_name,
+        "docs_dir": str(Path(docs_dir).resolve()),
+        "site_dir": str(Path(site_dir).resolve()),
+        # links must name files (page.html), because file:// has no directory index
+        "use_directory_urls": False,
+        "strict": False,
+        "theme": {
+            "name": "material",
+            "custom_dir": str(THEME_DIR),
+            "language": "en",
+            "font": False,  # no Google Fonts <link>; system fonts are used instead
+            "features": list(FEATURES),
+            "palette": [dict(p) for p in PALETTE],
+        },
+        # offline writes search/search_index.js so the index loads via <script> on file://
+        "plugins": ["search", "offline"],
+        "extra": {
+            # the name contains "iframe-worker", so the offline plugin adds no unpkg.com shim
+            "polyfills": [WORKER_SHIM],
+            "generator": False,  # no "Made with Material" footer link
+        },
+        "extra_css": [EXTRA_CSS],
+        "extra_javascript": [EXTRA_JS],
+        "markdown_extensions": list(MARKDOWN_EXTENSIONS),
+        "validation": VALIDATION,
+    }
+    if nav is not None:
+        config["nav"] = nav
+    return config
+
+
+def build_site(
+    config: dict[str, Any],
+    *,
+    config_dir: str,
+    extra_plugins: dict[str, BasePlugin] | None = None,
+) -> None:
+    """Build the site in this process, as ``mkdocs build`` would.
+
+    ``config_dir`` plays the directory of a (virtual) ``mkdocs.yml``, against which relative
+    paths in ``config`` resolve. ``extra_plugins`` maps names to already configured plugin
+    instances (the caller has run ``plugin.load_config(...)``), e.g. the page generator. They
+    are registered before the build, so their events run like those of configured plugins.
+    """
+    # Material 9.8 prints an end-of-life banner when its theme module is first imported.
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+
+    cfg = load_config(
+        config_file=io.StringIO(yaml.safe_dump(config)),
+        config_file_path=str(Path(config_dir) / "mkdocs.yml"),
+    )
+    for name, plugin in (extra_plugins or {}).items():
+        cfg.plugins[name] = plugin
+    # The CLI calls on_startup/on_shutdown around build(); build() itself does not.
+    cfg.plugins.on_startup(command="build", dirty=False)
+    try:
+        build(cfg)
+    finally:
+        cfg.plugins.on_shutdown()
