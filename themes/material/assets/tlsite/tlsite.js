@@ -1,0 +1,68 @@
+/*
+ * tlsite page behaviour: expand/collapse for stack tries.
+ *
+ * Markup (written by tlsite's renderer):
+ *   <li class="trie-node"><span class="trie-toggle"></span> frame text <ul>...children...</ul></li>
+ * Without JavaScript every level stays visible. With it, nodes deeper than OPEN_DEPTH start
+ * collapsed, so a big trie opens as a readable summary. The toggle is a keyboard-focusable
+ * button; the +/- marker itself is drawn by tlsite.css from the `trie-collapsed` class, and the
+ * nested list is hidden with its `hidden` attribute.
+ *
+ * Material's instant navigation swaps page content without reloading scripts and announces
+ * each new page on its `document$` observable, so binding re-runs there when it exists; nodes
+ * already bound are marked and skipped. No inline handlers (they would need 'unsafe-inline').
+ */
+(function () {
+  "use strict";
+
+  var OPEN_DEPTH = 2; // levels 1..OPEN_DEPTH are shown initially; deeper levels are collapsed
+
+  function depthOf(node) {
+    var depth = 0;
+    for (var n = node; n; n = n.parentElement && n.parentElement.closest("li.trie-node")) depth++;
+    return depth;
+  }
+
+  function setOpen(node, toggle, children, open) {
+    node.classList.toggle("trie-collapsed", !open);
+    // `hidden` rather than CSS alone: Material forces `display` on `ul:not([hidden])`
+    children.hidden = !open;
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+
+  function bindNode(node) {
+    if (node.hasAttribute("data-trie-bound")) return;
+    node.setAttribute("data-trie-bound", "");
+    var toggle = node.querySelector(":scope > .trie-toggle");
+    var children = node.querySelector(":scope > ul");
+    if (!toggle || !children) {
+      node.classList.add("trie-leaf"); // nothing to expand
+      return;
+    }
+    toggle.setAttribute("role", "button");
+    toggle.setAttribute("tabindex", "0");
+    setOpen(node, toggle, children, depthOf(node) < OPEN_DEPTH);
+    toggle.addEventListener("click", function () {
+      setOpen(node, toggle, children, children.hidden);
+    });
+    toggle.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault(); // Space would otherwise scroll the page
+        setOpen(node, toggle, children, children.hidden);
+      }
+    });
+  }
+
+  function bindAll() {
+    document.querySelectorAll("li.trie-node").forEach(bindNode);
+  }
+
+  var documents = window.document$;
+  if (documents && typeof documents.subscribe === "function") {
+    documents.subscribe(bindAll); // emits for the first page too
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", bindAll);
+  } else {
+    bindAll();
+  }
+})();
