@@ -1,18 +1,103 @@
 """Open what the user gave us (file, .gz, .zip, .7z, directory, stdin) as binary log streams.
 
-INTERFACE STUB — being implemented; see the docstrings for the contract.
+Whatever the user points at ends up as one or more ``LogSource``; each ``open()`` returns a fresh
+stream of decompressed log bytes, so the reader may make more than one pass.
+
+- Plain files and gzip data are streamed (gunzipped on the fly), never unpacked to disk.
+- ``.zip`` members are streamed straight out of the archive.
+- ``.7z`` members are extracted at resolve time into a private temporary directory, because
+  py7zr has no streaming member API. So are stdin (``-``) and pipes, which can be read only once.
+  That directory is removed by ``ResolvedInput.close()`` (or on leaving
+  ``with resolve_input(...) as resolved:``), otherwise once nothing refers to it any more, and at
+  the latest when the interpreter exits.
+
+Formats are recognised by their magic bytes, so a renamed archive still works. Archives are
+untrusted: a member that could escape a directory (absolute, ``..``, NUL, drive letter) or is a
+symlink makes the whole archive refused, and both the number of entries and the unpacked size of
+the members we read are capped (declared sizes are checked first, bytes are counted while reading).
+Every problem becomes an ``InputError`` of one line that names the path.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
+import gzip
+import io
+import lzma
 import os
-from collections.abc import Callable
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+import time
+import weakref
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
+
+import py7zr
+import py7zr.exceptions
+import py7zr.io
+
+DEFAULT_MAX_UNPACKED_BYTES = 8 << 30
+"""Most bytes we unpack from one archive (the logs we read, not the whole archive)."""
+
+DEFAULT_MAX_ENTRIES = 10_000
+"""Most entries an archive may list; log bundles have a handful, bombs have millions."""
+
+STDIN_NAME = "<stdin>"
+
+_HEAD_BYTES = 512  # enough for every magic number we look at, including tar's at offset 257
+_CHUNK = 1 << 20
+_LIST_SHOWN = 10  # candidates/ignored names quoted in one error line before "… and N more"
+
+_LOG_SUFFIXES = (".log", ".txt", ".log.gz", ".txt.gz")
+_LOG_PREFIX = "dedicated_log_torch_trace"
+_RANK_RE = re.compile(r"dedicated_log_torch_trace_rank_(\d+)(?:_.*)?\.log(?:\.gz)?", re.DOTALL)
+
+# Errors a decompressor or a damaged/vanished file can raise while we read it.
+_DATA_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
+_ZIP_ERRORS = (*_DATA_ERRORS, zipfile.LargeZipFile, NotImplementedError, RuntimeError, ValueError)
+_7Z_ERRORS = (
+    *_DATA_ERRORS,
+    py7zr.exceptions.ArchiveError,
+    py7zr.exceptions.PasswordRequired,
+    py7zr.exceptions.AbsolutePathError,
+    KeyError,
+    IndexError,
+    ValueError,
+    TypeError,
+)
+
+_KIND_TEXT = {
+    "zip": "a zip archive",
+    "7z": "a 7z archive",
+    "tar": "a tar archive",
+    "xz": "xz-compressed data",
+    "bzip2": "bzip2-compressed data",
+    "zstd": "zstd-compressed data",
+}
 
 
 class InputError(Exception):
     """A problem with the input path, as one line that names the path."""
+
+
+class _Scratch:
+    """A private temporary directory, removed on close(), on garbage collection or at exit."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="tlsite-input-"))
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+
+    def close(self) -> None:
+        self._finalizer()
 
 
 @dataclass(frozen=True)
@@ -30,17 +115,724 @@ class LogSource:
 
 @dataclass
 class ResolvedInput:
-    """The logs found for one input path, and what was looked at but not used."""
+    """The logs found for one input path, and what was looked at but not used.
+
+    Use it as a context manager (or call ``close()``) to remove temporary files early; the logs
+    cannot be opened after that.
+    """
 
     logs: list[LogSource]
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     is_multi_rank: bool = False
+    _scratch: list[_Scratch] = field(default_factory=list, repr=False, compare=False)
+
+    def close(self) -> None:
+        """Remove the temporary files behind the logs (7z members, buffered stdin)."""
+        for scratch in self._scratch:
+            scratch.close()
+
+    def __enter__(self) -> ResolvedInput:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def resolve_input(path: str | os.PathLike[str], *, latest: bool = False) -> ResolvedInput:
-    """Find the log(s) to read for ``path``."""
-    p = os.fspath(path)
-    if not os.path.isfile(p):
-        raise InputError(f"{p}: not a file")
-    return ResolvedInput(logs=[LogSource(os.path.basename(p), lambda: open(p, "rb"))])
+@dataclass(frozen=True)
+class _Limits:
+    max_unpacked_bytes: int
+    max_entries: int
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A regular file in a directory or an archive, as far as choosing logs is concerned."""
+
+    name: str  # as shown: file name in a directory, full member name in an archive
+    size: int
+    mtime: float
+    path: str = ""  # on-disk path for directory entries
+
+    @property
+    def base(self) -> str:
+        return PurePosixPath(self.name.replace("\\", "/")).name
+
+
+@dataclass
+class _Choice:
+    chosen: list[tuple[_Entry, int | None]]
+    ignored: list[str]
+    notes: list[str]
+    multi_rank: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry point
+
+
+def resolve_input(
+    path: str | os.PathLike[str],
+    *,
+    latest: bool = False,
+    max_unpacked_bytes: int = DEFAULT_MAX_UNPACKED_BYTES,
+    max_entries: int = DEFAULT_MAX_ENTRIES,
+) -> ResolvedInput:
+    """Find the log(s) to read for ``path`` (``-`` is stdin).
+
+    A file or archive holding exactly one log gives that log; rank logs
+    (``dedicated_log_torch_trace_rank_<N>…``) give all of them, sorted by rank, with
+    ``is_multi_rank=True``; ``latest`` picks the most recently modified log; anything still
+    ambiguous raises ``InputError`` listing the candidates.
+    """
+    shown = os.fspath(path)
+    limits = _Limits(max_unpacked_bytes, max_entries)
+    if shown == "-":
+        return _resolve_stdin(latest, limits)
+    st = _stat(shown)
+    if stat.S_ISDIR(st.st_mode):
+        return _resolve_dir(shown, latest)
+    label = os.path.basename(shown.rstrip("/")) or shown
+    if stat.S_ISREG(st.st_mode):
+        return _resolve_file(shown, shown, label, latest, limits, st.st_size)
+    if stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
+        # `tlsite <(zcat trace.gz)` or /dev/stdin: a pipe can be read once, so buffer it.
+        stream = _open_or_fail(shown, shown)
+        with stream:
+            return _resolve_stream(stream, shown, label, latest, limits)
+    raise InputError(f"{shown}: not a file or directory")
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _reason(exc: OSError) -> str:
+    """A short lower-case reason for an OSError, without the path (the caller names it)."""
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return "no such file or directory"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    return (exc.strerror or str(exc) or type(exc).__name__).lower()
+
+
+def _stat(shown: str) -> os.stat_result:
+    try:
+        return os.stat(shown)
+    except OSError as exc:
+        raise InputError(f"{shown}: {_reason(exc)}") from exc
+    except ValueError as exc:  # embedded NUL in the path
+        raise InputError(f"{shown}: invalid path ({exc})") from exc
+
+
+def _open_or_fail(path: str, where: str) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"{where}: {_reason(exc)}") from exc
+
+
+def _read_head(path: str, where: str) -> bytes:
+    """First bytes of a file, which is also how we find out early that it is unreadable."""
+    with _open_or_fail(path, where) as f:
+        try:
+            return f.read(_HEAD_BYTES)
+        except OSError as exc:
+            raise InputError(f"{where}: {_reason(exc)}") from exc
+
+
+def _sniff(head: bytes) -> str:
+    """Name the format from its magic bytes; file names can lie."""
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "zip"
+    if head.startswith(b"7z\xbc\xaf\x27\x1c"):
+        return "7z"
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz"
+    if head[:3] == b"BZh" and head[4:10] == b"1AY&SY":
+        return "bzip2"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "zstd"
+    if head[257:262] == b"ustar":
+        return "tar"
+    return "plain"
+
+
+def _unsupported(where: str, kind: str, *, gzipped: bool = False) -> InputError:
+    what = _KIND_TEXT.get(kind, kind) + (" inside gzip" if gzipped else "")
+    return InputError(
+        f"{where}: {what}, not a trace log; tlsite reads plain or gzip logs, "
+        "and .zip/.7z archives of them"
+    )
+
+
+def _gzip_or_plain(where: str, head: bytes, open_raw: Callable[[], BinaryIO]) -> bool:
+    """Whether a log's bytes need gunzipping; refuse other formats and corrupt gzip early."""
+    kind = _sniff(head)
+    if kind == "plain":
+        return False
+    if kind != "gzip":
+        raise _unsupported(where, kind)
+    try:
+        with open_raw() as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz:
+            inner = gz.read(_HEAD_BYTES)
+    except _DATA_ERRORS as exc:
+        raise InputError(f"{where}: corrupt gzip data ({exc})") from exc
+    inner_kind = _sniff(inner)
+    if inner_kind != "plain":
+        raise _unsupported(where, inner_kind, gzipped=True)
+    return True
+
+
+def _rank_of(name: str) -> int | None:
+    m = _RANK_RE.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def _is_log_name(name: str) -> bool:
+    return name.lower().endswith(_LOG_SUFFIXES) or name.startswith(_LOG_PREFIX)
+
+
+def _short_list(items: Iterable[str], sep: str = ", ") -> str:
+    items = list(items)
+    shown = sep.join(items[:_LIST_SHOWN])
+    if len(items) > _LIST_SHOWN:
+        shown += f"{sep}… and {len(items) - _LIST_SHOWN} more"
+    return shown
+
+
+def _human(n: int) -> str:
+    """Sizes in error messages, e.g. "8.0 GiB" or "1000 bytes"."""
+    if n < 1024:
+        return f"{n} bytes"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            break
+    return f"{value:.1f} {unit}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams
+
+
+class _GuardedRaw(io.RawIOBase):
+    """Turns read errors and overlong members into InputError, so no traceback escapes."""
+
+    def __init__(
+        self,
+        inner: BinaryIO,
+        display: str,
+        limit: int | None = None,
+        closers: tuple[Callable[[], object], ...] = (),
+    ) -> None:
+        super().__init__()
+        self._inner = inner
+        self._display = display
+        self._limit = limit
+        self._closers = closers
+        self._count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        try:
+            n = self._inner.readinto(buffer)  # type: ignore[attr-defined]
+        except _DATA_ERRORS as exc:
+            raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
+        self._count += n
+        if self._limit is not None and self._count > self._limit:
+            raise InputError(
+                f"{self._display}: unpacks to more than the {self._limit} bytes it declares; "
+                "refused"
+            )
+        return n
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            self._inner.close()
+            for close in self._closers:
+                close()
+        finally:
+            super().close()
+
+
+def _guarded(
+    inner: BinaryIO,
+    display: str,
+    limit: int | None = None,
+    closers: tuple[Callable[[], object], ...] = (),
+) -> BinaryIO:
+    return io.BufferedReader(_GuardedRaw(inner, display, limit, closers), buffer_size=_CHUNK)
+
+
+def _open_file(path: str, gzipped: bool) -> BinaryIO:
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class _FileOpener:
+    """Opens a log file on disk, gunzipping on the fly when it holds gzip data."""
+
+    path: str
+    display: str
+    gzipped: bool
+    keep_alive: object = None  # the temporary directory the file lives in, if any
+
+    def __call__(self) -> BinaryIO:
+        try:
+            f = _open_file(self.path, self.gzipped)
+        except OSError as exc:
+            raise InputError(f"{self.display}: {_reason(exc)}") from exc
+        return _guarded(f, self.display) if self.gzipped else f  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class _ZipMemberOpener:
+    """Streams one zip member (re-opening the archive so every stream is independent)."""
+
+    archive: str
+    member: str
+    display: str
+    gzipped: bool
+    declared_size: int
+    keep_alive: object = None
+
+    def __call__(self) -> BinaryIO:
+        try:
+            zf = zipfile.ZipFile(self.archive)
+        except _ZIP_ERRORS as exc:
+            raise InputError(f"{self.display}: cannot open the archive ({exc})") from exc
+        try:
+            member = zf.open(self.member)
+        except (*_ZIP_ERRORS, KeyError) as exc:
+            zf.close()
+            raise InputError(f"{self.display}: cannot open the member ({exc})") from exc
+        except BaseException:
+            zf.close()
+            raise
+        raw = _guarded(member, self.display, self.declared_size, (zf.close,))
+        if not self.gzipped:
+            return raw
+        return _guarded(gzip.GzipFile(fileobj=raw, mode="rb"), self.display, None, (raw.close,))
+
+
+# ---------------------------------------------------------------------------------------------
+# Choosing logs among the files of a directory or the members of an archive
+
+
+def _choose(
+    shown: str, files: list[_Entry], looked_at: int, latest: bool, archive: bool
+) -> _Choice:
+    """Apply the rules: one log → it; --latest → newest; rank logs → all; else ask the user."""
+    ignored: list[str] = []
+    candidates: list[_Entry] = []
+    for entry in files:
+        if not _is_log_name(entry.base):
+            ignored.append(f"{entry.name}: not a log")
+        elif entry.size == 0:
+            ignored.append(f"{entry.name}: empty")
+        else:
+            candidates.append(entry)
+    if not candidates:
+        what = "members" if archive else "files"
+        detail = f": {_short_list(ignored, '; ')}" if ignored else ""
+        raise InputError(f"{shown}: no trace logs found (looked at {looked_at} {what}{detail})")
+    if len(candidates) == 1:
+        only = candidates[0]
+        return _Choice([(only, _rank_of(only.base))], ignored, [])
+    if latest:
+        return _choose_latest(candidates, ignored)
+    ranked = [e for e in candidates if _rank_of(e.base) is not None]
+    if len(ranked) >= 2:
+        return _choose_ranks(shown, candidates, ranked, ignored, archive)
+    names = [e.name for e in candidates]
+    raise InputError(
+        f"{shown}: {len(names)} logs found; pass --latest to use the newest, "
+        f"or {_name_one(archive)}: {_short_list(names)}"
+    )
+
+
+def _name_one(archive: bool) -> str:
+    return "unpack the archive and name one" if archive else "name one"
+
+
+def _choose_latest(candidates: list[_Entry], ignored: list[str]) -> _Choice:
+    newest = max(candidates, key=lambda e: (e.mtime, e.name))
+    for entry in candidates:
+        if entry is not newest:
+            ignored.append(f"{entry.name}: older than {newest.name} (--latest)")
+    note = f"--latest: using {newest.name}, the newest of {len(candidates)} logs"
+    return _Choice([(newest, _rank_of(newest.base))], ignored, [note])
+
+
+def _choose_ranks(
+    shown: str, candidates: list[_Entry], ranked: list[_Entry], ignored: list[str], archive: bool
+) -> _Choice:
+    by_rank: dict[int, list[_Entry]] = {}
+    for entry in ranked:
+        by_rank.setdefault(_rank_of(entry.base), []).append(entry)  # type: ignore[arg-type]
+    for rank, entries in sorted(by_rank.items()):
+        if len(entries) > 1:
+            names = _short_list(e.name for e in entries)
+            raise InputError(
+                f"{shown}: {len(entries)} logs for rank {rank} ({names}); pass --latest to use "
+                f"the newest, or {_name_one(archive)}"
+            )
+    for entry in candidates:
+        if _rank_of(entry.base) is None:
+            ignored.append(f"{entry.name}: not a rank log (multi-rank input)")
+    ranks = sorted(by_rank)
+    note = (
+        f"multi-rank input: {len(ranks)} rank logs (ranks {_short_list(map(str, ranks))}); "
+        f"only rank {ranks[0]} is built for now"
+    )
+    chosen = [(by_rank[r][0], r) for r in ranks]
+    return _Choice(chosen, ignored, [note], multi_rank=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files and directories
+
+
+def _resolve_file(
+    path: str,
+    shown: str,
+    label: str,
+    latest: bool,
+    limits: _Limits,
+    size: int,
+    keep_alive: object = None,
+) -> ResolvedInput:
+    """A single file: a log (plain or gzip) or an archive of logs."""
+    head = _read_head(path, shown)
+    if not head:
+        raise InputError(f"{shown}: empty file")
+    kind = _sniff(head)
+    if kind == "zip":
+        return _resolve_zip(path, shown, label, latest, limits, keep_alive)
+    if kind == "7z":
+        return _resolve_7z(path, shown, label, latest, limits)
+    gzipped = _gzip_or_plain(shown, head, functools.partial(open, path, "rb"))
+    opener = _FileOpener(path, label, gzipped, keep_alive)
+    return ResolvedInput(logs=[LogSource(label, opener, _rank_of(label), size)])
+
+
+def _scan_dir(shown: str) -> tuple[list[_Entry], list[str], int]:
+    """Regular files directly in the directory; everything else is reported as ignored."""
+    try:
+        with os.scandir(shown) as it:
+            dirents = sorted(it, key=lambda d: d.name)
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot list the directory ({_reason(exc)})") from exc
+    files: list[_Entry] = []
+    ignored: list[str] = []
+    for d in dirents:
+        try:
+            if d.is_dir():
+                ignored.append(f"{d.name}/: directory (not searched)")
+            elif d.is_file():
+                st = d.stat()
+                files.append(_Entry(d.name, st.st_size, st.st_mtime, d.path))
+            elif d.is_symlink():
+                ignored.append(f"{d.name}: broken symlink")
+            else:
+                ignored.append(f"{d.name}: not a regular file")
+        except OSError as exc:
+            ignored.append(f"{d.name}: {_reason(exc)}")
+    return files, ignored, len(dirents)
+
+
+def _resolve_dir(shown: str, latest: bool) -> ResolvedInput:
+    files, ignored, looked_at = _scan_dir(shown)
+    choice = _choose(shown, files, looked_at, latest, archive=False)
+    logs = []
+    for entry, rank in choice.chosen:
+        where = os.path.join(shown, entry.name)
+        head = _read_head(entry.path, where)
+        gzipped = _gzip_or_plain(where, head, functools.partial(open, entry.path, "rb"))
+        opener = _FileOpener(entry.path, entry.name, gzipped)
+        logs.append(LogSource(entry.name, opener, rank, entry.size))
+    return ResolvedInput(
+        logs=logs,
+        ignored=sorted(ignored + choice.ignored),
+        notes=choice.notes,
+        is_multi_rank=choice.multi_rank,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# stdin and pipes
+
+
+def _resolve_stdin(latest: bool, limits: _Limits) -> ResolvedInput:
+    stdin = sys.stdin
+    if stdin is None:
+        raise InputError(f"{STDIN_NAME}: no standard input")
+    stream = getattr(stdin, "buffer", stdin)
+    if getattr(stream, "isatty", lambda: False)():
+        raise InputError(f"{STDIN_NAME}: is a terminal; pipe a trace log in or name a file")
+    return _resolve_stream(stream, STDIN_NAME, STDIN_NAME, latest, limits)
+
+
+def _resolve_stream(
+    stream: BinaryIO, shown: str, label: str, latest: bool, limits: _Limits
+) -> ResolvedInput:
+    """Buffer a read-once stream in a temporary file, then treat it like any file."""
+    scratch = _Scratch()
+    target = scratch.path / "input"
+    try:
+        with open(target, "wb") as out:
+            size = _copy(stream, out, shown)
+        resolved = _resolve_file(str(target), shown, label, latest, limits, size, scratch)
+    except BaseException:
+        scratch.close()
+        raise
+    resolved._scratch.append(scratch)
+    return resolved
+
+
+def _copy(src: BinaryIO, dst: BinaryIO, shown: str) -> int:
+    total = 0
+    try:
+        while chunk := src.read(_CHUNK):
+            dst.write(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        raise InputError(f"{shown}: cannot buffer the input ({_reason(exc)})") from exc
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Archives
+
+
+def _check_member(shown: str, name: str, *, symlink: bool) -> None:
+    """Refuse names that could land outside a directory, and symlinks, as tar's data filter does."""
+    parts = re.split(r"[\\/]", name)
+    if (
+        "\0" in name
+        or name.startswith(("/", "\\"))
+        or re.match(r"[A-Za-z]:", name)
+        or ".." in parts
+    ):
+        raise InputError(f"{shown}: member {name!r} would escape; refused")
+    if symlink:
+        raise InputError(f"{shown}: member {name!r} is a symlink; refused")
+
+
+def _check_entry_count(shown: str, count: int, limits: _Limits) -> None:
+    if count > limits.max_entries:
+        raise InputError(
+            f"{shown}: {count} entries, over the limit of {limits.max_entries}; refused"
+        )
+
+
+def _check_unpacked(shown: str, chosen: list[tuple[_Entry, int | None]], limits: _Limits) -> None:
+    total = sum(entry.size for entry, _ in chosen)
+    if total > limits.max_unpacked_bytes:
+        raise InputError(
+            f"{shown}: the logs would unpack to {_human(total)}, over the "
+            f"{_human(limits.max_unpacked_bytes)} limit; refused"
+        )
+
+
+def _check_unique(shown: str, names: list[str]) -> None:
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{shown}: member {name!r} appears twice; refused")
+        seen.add(name)
+
+
+def _zip_mtime(info: zipfile.ZipInfo) -> float:
+    try:
+        return time.mktime((*info.date_time, 0, 0, -1))
+    except (OverflowError, ValueError):
+        return 0.0
+
+
+def _resolve_zip(
+    path: str, shown: str, label: str, latest: bool, limits: _Limits, keep_alive: object
+) -> ResolvedInput:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return _resolve_open_zip(zf, path, shown, label, latest, limits, keep_alive)
+    except _ZIP_ERRORS as exc:
+        raise InputError(f"{shown}: corrupt or unsupported zip archive ({exc})") from exc
+
+
+def _resolve_open_zip(
+    zf: zipfile.ZipFile,
+    path: str,
+    shown: str,
+    label: str,
+    latest: bool,
+    limits: _Limits,
+    keep_alive: object,
+) -> ResolvedInput:
+    infos = zf.infolist()
+    _check_entry_count(shown, len(infos), limits)
+    for info in infos:
+        _check_member(shown, info.filename, symlink=stat.S_ISLNK(info.external_attr >> 16))
+    members = [i for i in infos if not i.is_dir()]
+    _check_unique(shown, [i.filename for i in members])
+    files = [_Entry(i.filename, i.file_size, _zip_mtime(i)) for i in members]
+    choice = _choose(shown, files, len(members), latest, archive=True)
+    _check_unpacked(shown, choice.chosen, limits)
+    logs = []
+    for entry, rank in choice.chosen:
+        display = f"{label}:{entry.name}"
+        info = zf.getinfo(entry.name)
+        if info.flag_bits & 0x1:
+            raise InputError(f"{display}: encrypted zip members are not supported")
+        with zf.open(info) as member:
+            head = member.read(_HEAD_BYTES)
+        gzipped = _gzip_or_plain(display, head, lambda i=info: zf.open(i))
+        opener = _ZipMemberOpener(path, entry.name, display, gzipped, entry.size, keep_alive)
+        logs.append(LogSource(display, opener, rank, entry.size))
+    return ResolvedInput(
+        logs=logs, ignored=choice.ignored, notes=choice.notes, is_multi_rank=choice.multi_rank
+    )
+
+
+class _OverBudget(Exception):
+    pass
+
+
+class _CappedWriter(py7zr.io.Py7zIO):
+    """Writes one extracted 7z member to disk, charging every byte to the shared budget."""
+
+    def __init__(self, target: Path, factory: _CappedWriterFactory) -> None:
+        self._file = open(target, "wb")  # noqa: SIM115 - py7zr calls close()
+        self._factory = factory
+        self._size = 0
+
+    def write(self, s: bytes | bytearray) -> int:
+        self._factory.charge(len(s))
+        self._size += len(s)
+        return self._file.write(s)
+
+    def read(self, size: int | None = None) -> bytes:
+        return b""
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._file.seek(offset, whence)
+
+    def seekable(self) -> bool:
+        return False  # tells py7zr not to rewind us on close
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def size(self) -> int:
+        return self._size
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _CappedWriterFactory(py7zr.io.WriterFactory):
+    """Gives py7zr numbered files in our scratch directory and stops it past the byte budget."""
+
+    def __init__(self, directory: Path, budget: int) -> None:
+        self.directory = directory
+        self.budget = budget
+        self.written = 0
+        self.files: dict[str, Path] = {}
+        self._lock = threading.Lock()
+
+    def create(self, filename: str) -> py7zr.io.Py7zIO:
+        with self._lock:
+            target = self.directory / f"member-{len(self.files)}"
+            self.files[filename] = target
+        return _CappedWriter(target, self)
+
+    def charge(self, n: int) -> None:
+        with self._lock:
+            self.written += n
+            if self.written > self.budget:
+                raise _OverBudget
+
+
+def _resolve_7z(path: str, shown: str, label: str, latest: bool, limits: _Limits) -> ResolvedInput:
+    try:
+        with py7zr.SevenZipFile(path, "r") as sz:
+            return _resolve_open_7z(sz, shown, label, latest, limits)
+    except _7Z_ERRORS as exc:
+        raise InputError(f"{shown}: corrupt or unsupported 7z archive ({exc})") from exc
+
+
+def _resolve_open_7z(
+    sz: py7zr.SevenZipFile, shown: str, label: str, latest: bool, limits: _Limits
+) -> ResolvedInput:
+    if sz.needs_password():
+        raise InputError(f"{shown}: encrypted 7z archives are not supported")
+    infos = sz.list()
+    _check_entry_count(shown, len(infos), limits)
+    for fi in infos:
+        _check_member(shown, fi.filename, symlink=fi.is_symlink)
+        if not (fi.is_file or fi.is_directory):
+            raise InputError(f"{shown}: member {fi.filename!r} is not a regular file; refused")
+    members = [fi for fi in infos if fi.is_file]
+    _check_unique(shown, [fi.filename for fi in members])
+    files = [
+        _Entry(fi.filename, fi.uncompressed, fi.creationtime.timestamp() if fi.creationtime else 0)
+        for fi in members
+    ]
+    choice = _choose(shown, files, len(members), latest, archive=True)
+    _check_unpacked(shown, choice.chosen, limits)
+    scratch = _Scratch()
+    try:
+        extracted = _extract_7z(sz, shown, [e.name for e, _ in choice.chosen], scratch, limits)
+        logs = []
+        for entry, rank in choice.chosen:
+            display = f"{label}:{entry.name}"
+            file = str(extracted[entry.name])
+            head = _read_head(file, display)
+            gzipped = _gzip_or_plain(display, head, functools.partial(open, file, "rb"))
+            opener = _FileOpener(file, display, gzipped, scratch)
+            logs.append(LogSource(display, opener, rank, entry.size))
+    except BaseException:
+        scratch.close()
+        raise
+    return ResolvedInput(
+        logs=logs,
+        ignored=choice.ignored,
+        notes=choice.notes,
+        is_multi_rank=choice.multi_rank,
+        _scratch=[scratch],
+    )
+
+
+def _extract_7z(
+    sz: py7zr.SevenZipFile, shown: str, names: list[str], scratch: _Scratch, limits: _Limits
+) -> dict[str, Path]:
+    """Extract the named members into ``scratch``; returns member name → file on disk."""
+    root = scratch.path / "extract"
+    root.mkdir()
+    factory = _CappedWriterFactory(scratch.path, limits.max_unpacked_bytes)
+    try:
+        sz.extract(path=root, targets=names, factory=factory)
+    except _OverBudget as exc:
+        raise InputError(
+            f"{shown}: unpacks to more than the {_human(limits.max_unpacked_bytes)} limit; refused"
+        ) from exc
+    extracted: dict[str, Path] = {}
+    for name in names:
+        # py7zr names the output after the member, below `root`, with "./" parts dropped.
+        parts = [p for p in PurePosixPath(name).parts if p != "."]
+        key = root.joinpath(*parts).as_posix()
+        file = factory.files.get(key)
+        if file is None and len(names) == 1 and len(factory.files) == 1:
+            file = next(iter(factory.files.values()))
+        if file is None:
+            raise InputError(f"{shown}: could not extract member {name!r}")
+        extracted[name] = file
+    return extracted
