@@ -177,6 +177,32 @@ def test_palette_toggle(site: Path, open_site) -> None:  # type: ignore[no-untyp
     _assert_clean(report)
 
 
+def test_search_from_subdirectory_with_import_scripts(
+    tmp_path: Path,
+    open_site,  # type: ignore[no-untyped-def]
+) -> None:
+    """A second search language makes Material's worker call importScripts (lunr.de etc.)."""
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "index.md").write_text(f"# Home\n\nA {SEARCH_WORD} lives here.\n", encoding="utf-8")
+    (docs / "sub" / "page.md").write_text("# Nested page\n\nNothing to find.\n", encoding="utf-8")
+    config = site_config(docs_dir=str(docs), site_dir=str(tmp_path / "site"), site_name="de")
+    config["plugins"] = [{"search": {"lang": ["en", "de"]}}, "offline"]
+    build_site(config, config_dir=str(tmp_path))
+
+    page, report = open_site(tmp_path / "site" / "sub" / "page.html")
+    search = page.locator(".md-search__input")
+    search.click()
+    search.press_sequentially(SEARCH_WORD)
+    hit = page.locator(".md-search-result__item a[href*='index.html']").first
+    hit.wait_for(state="visible", timeout=15_000)
+    loaded = page.evaluate(
+        "[...document.querySelector('body > iframe').contentDocument.scripts].map(s => s.src)"
+    )
+    assert any(src.endswith("/assets/javascripts/lunr/min/lunr.de.min.js") for src in loaded)
+    _assert_clean(report)
+
+
 WORKER_JS = """\
 var seen = [];
 self.onmessage = function (e) { seen.push(e.data.cmd); };
