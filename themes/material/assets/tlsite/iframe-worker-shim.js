@@ -36,7 +36,7 @@
     return typeof win.structuredClone === "function" ? win.structuredClone(data) : data;
   }
 
-  /* On a later task of `win`, hand a MessageEvent carrying `copy` to `emit` (async, like a worker). */
+  /* On a later task of `win`, pass a MessageEvent carrying `copy` to `emit` (async). */
   function dispatchLater(win, copy, emit) {
     win.setTimeout(function () {
       emit(new win.MessageEvent("message", { data: copy }));
