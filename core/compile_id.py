@@ -90,7 +90,7 @@ def parse_compile_id_string(text: str) -> CompileId | None:
         return None
     fcid, _, attempt = rest.partition("_")
 
-    def num(part: str) -> int | None | bool:
+    def num(part: str) -> int | bool | None:
         if part in ("-", ""):
             return None
         return int(part) if part.isdigit() else False

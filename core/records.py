@@ -176,8 +176,16 @@ class RecordReader:
         )
         compile_id = CompileId.from_envelope(envelope)
         if compile_id is None:
-            self.stats.find("bad_compile_id", lineno, repr({k: envelope.get(k) for k in (
-                "compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")}))
+            self.stats.find(
+                "bad_compile_id",
+                lineno,
+                repr(
+                    {
+                        k: envelope.get(k)
+                        for k in ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
+                    }
+                ),
+            )
         return Record(
             line=lineno,
             header=header,
@@ -227,7 +235,7 @@ class RecordReader:
         """Skip payload lines that are not UTF-8 (as tlparse does), counting each one."""
         kept: list[str] = []
         dropped = 0
-        for lineno, part in zip(linenos, parts):
+        for lineno, part in zip(linenos, parts, strict=False):
             try:
                 kept.append(part.decode("utf-8"))
             except UnicodeDecodeError:

@@ -6,6 +6,7 @@ a page or an output file needs them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -70,7 +71,5 @@ class PayloadStore:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def __del__(self) -> None:  # best effort: temporary stores do not outlive the model
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass

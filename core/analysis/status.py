@@ -1,0 +1,54 @@
+"""Compile-id status, as the stack trie colours it (tlparse's five states)."""
+
+from __future__ import annotations
+
+from ..model import CompileUnit, Trace
+
+OK = "ok"  # success
+BREAK = "break"  # success with a restart, e.g. a graph break
+EMPTY = "empty"  # empty graph
+ERROR = "error"  # compilation failed
+MISSING = "missing"  # no compilation_metrics record
+
+LABELS = {
+    OK: "Success",
+    BREAK: "Success with restart (e.g. graph break)",
+    EMPTY: "Empty graph",
+    ERROR: "Error",
+    MISSING: "Metrics were missing",
+}
+
+
+def classify(metrics: list[dict]) -> str:
+    """tlparse's rule over all attempts of one compile, with one fix.
+
+    A record with no ``restart_reasons`` key no longer counts as a restart.
+    """
+    if not metrics:
+        return MISSING
+    if any(m.get("fail_type") for m in metrics):
+        return ERROR
+    if any(not m.get("graph_op_count") for m in metrics):
+        return EMPTY
+    if any(m.get("restart_reasons") for m in metrics):
+        return BREAK
+    return OK
+
+
+def statuses(trace: Trace) -> dict[str, str]:
+    """Display id → status for every unit (attempts of one compile share their metrics)."""
+    by_key: dict[object, list[dict]] = {}
+    for unit in trace.units.values():
+        bucket = by_key.setdefault(_compile_key(unit), [])
+        bucket.extend(m.meta for m in unit.metrics if m.type == "compilation_metrics")
+    return {u.display: classify(by_key[_compile_key(u)]) for u in trace.units.values()}
+
+
+def same_compile(trace: Trace, unit: CompileUnit) -> list[CompileUnit]:
+    """All units that are attempts of the same frame compile as ``unit``."""
+    key = _compile_key(unit)
+    return [u for u in trace.units.values() if _compile_key(u) == key]
+
+
+def _compile_key(unit: CompileUnit) -> object:
+    return unit.id.frame_key() if unit.id is not None else None
