@@ -97,9 +97,7 @@ class CompatWriter:
         payload = self.trace.read_payload(artifact.payload) if artifact.payload else ""
         if artifact.kind == "dynamo_guards":
             context["title"] = f"Guards {unit.display}"
-            context["items"] = [
-                g.get("code") for g in _json_list(payload) if isinstance(g, dict)
-            ]
+            context["items"] = [g.get("code") for g in _json_list(payload) if isinstance(g, dict)]
         elif artifact.kind.endswith("compilation_metrics"):
             event = next((m for m in unit.metrics if m.line == artifact.line), None)
             meta = event.meta if event else {}

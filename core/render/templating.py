@@ -1,14 +1,32 @@
-"""The Jinja2 environment for every template tlsite renders (HTML autoescaped)."""
+"""The Jinja2 environments for every template tlsite renders.
+
+HTML templates are HTML-autoescaped. Markdown templates are *Markdown*-autoescaped: every
+``{{ value }}`` that is not marked safe goes through :func:`~tlsite.core.render.escape.md_text`,
+so a forgotten filter cannot let trace text become a link, an attribute or raw HTML.
+"""
 
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import jinja2
+from markupsafe import Markup
+
+from . import escape
+
+
+def _md_finalize(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, (Markup, int, float)):
+        return value
+    return escape.md_text(value)
 
 
 @cache
 def environment() -> jinja2.Environment:
+    """HTML templates (``*.html``): standard HTML autoescaping."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("tlsite.core.render", "templates"),
         autoescape=jinja2.select_autoescape(["html"], default_for_string=False),
@@ -19,5 +37,34 @@ def environment() -> jinja2.Environment:
     )
 
 
+@cache
+def markdown_environment() -> jinja2.Environment:
+    """Markdown templates (``*.md``): values are Markdown-escaped unless marked safe."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("tlsite.core.render", "templates"),
+        autoescape=False,
+        finalize=_md_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(
+        md=escape.md_text,
+        code=escape.md_code,
+        h=escape.h,
+        fence=escape.fence,
+        link=escape.external_link,
+        anchor=escape.anchor_safe,
+        url=escape.url_path,
+        yq=escape.yaml_string,
+    )
+    return env
+
+
 def render(template: str, **context: object) -> str:
     return environment().get_template(template).render(**context)
+
+
+def render_markdown(template: str, **context: object) -> str:
+    return markdown_environment().get_template(template).render(**context)

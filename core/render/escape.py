@@ -1,0 +1,100 @@
+"""Escaping for everything taken from a trace, in one place.
+
+Trace text is untrusted: it may carry HTML, script, Markdown links with ``javascript:``,
+attribute lists (``{ onclick=... }``), fence-breaking backticks or template syntax. Markdown
+templates get these helpers as Jinja filters, and every ``{{ value }}`` that is not already
+marked safe goes through :func:`md_text` (see :mod:`tlsite.core.render.templating`).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from urllib.parse import quote, urlsplit
+
+from markupsafe import Markup
+
+# Characters Python-Markdown can backslash-escape (its ESCAPED_CHARS, which include '{' '}'
+# for attr_list), plus '|' (tables), and '<' '>' '&' (HTML), which become entities.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>&])")
+_BACKTICK_RUN = re.compile(r"`+")
+_TILDE_RUN = re.compile(r"~+")
+
+
+def md_text(value: object) -> Markup:
+    """Inline text: shown literally, never parsed as Markdown or HTML, on one line."""
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    escaped = []
+    for part in _MD_SPECIAL.split(text):
+        if len(part) == 1 and _MD_SPECIAL.fullmatch(part):
+            if part == "<":
+                escaped.append("&lt;")
+            elif part == ">":
+                escaped.append("&gt;")
+            elif part == "&":
+                escaped.append("&amp;")
+            elif part == "|":
+                escaped.append("&#124;")
+            else:
+                escaped.append("\\" + part)
+        else:
+            escaped.append(html.escape(part, quote=False))
+    return Markup("".join(escaped))
+
+
+def md_code(value: object) -> Markup:
+    """Inline code-looking text (monospace), escaped like :func:`md_text`."""
+    return Markup(f"<code>{md_text(value)}</code>")
+
+
+def h(value: object) -> Markup:
+    """HTML-escape for raw HTML blocks (Markdown leaves their content alone)."""
+    return Markup(html.escape(str(value), quote=True))
+
+
+def fence(text: str, lang: str = "text", *, attrs: str = "") -> Markup:
+    """A fenced code block that the content cannot close early."""
+    longest = max((len(m) for m in _BACKTICK_RUN.findall(text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    lang = re.sub(r"[^A-Za-z0-9_+-]", "", lang) or "text"
+    extra = f" {attrs}" if attrs else ""
+    head = f"{ticks} {{ .{lang}{extra} }}" if extra else f"{ticks}{lang}"
+    return Markup(f"{head}\n{text}\n{ticks}")
+
+
+def safe_url(url: object) -> str | None:
+    """The URL if it is http(s), else None: links from a trace are never script."""
+    text = str(url).strip()
+    try:
+        scheme = urlsplit(text).scheme.lower()
+    except ValueError:
+        return None
+    if scheme in ("http", "https") and not any(c in text for c in "\"'<>\n\r\t "):
+        return text
+    return None
+
+
+def external_link(text: object, url: object) -> Markup:
+    """A link out of the report for http(s) URLs; other URLs are shown as plain text."""
+    target = safe_url(url)
+    if target is None:
+        return Markup(f"{md_text(text)} ({md_code(url)})")
+    return Markup(
+        f'<a href="{html.escape(target, quote=True)}" rel="noopener noreferrer">{md_text(text)}</a>'
+    )
+
+
+def anchor_safe(value: object) -> Markup:
+    """An id fragment made only of safe characters."""
+    return Markup(re.sub(r"[^A-Za-z0-9_-]", "-", str(value)))
+
+
+def url_path(value: object) -> Markup:
+    """A relative link target built by tlsite, percent-encoded where needed."""
+    return Markup(quote(str(value), safe="/#._-~+=@,"))
+
+
+def yaml_string(value: object) -> Markup:
+    """A double-quoted YAML scalar (JSON strings are valid YAML) for front matter."""
+    return Markup(json.dumps(str(value), ensure_ascii=False))

@@ -1,0 +1,476 @@
+"""Build each report page: gather its facts from the model, render its Markdown template.
+
+One function per page kind. Paths are relative to the docs root (``prefix`` lets the tree
+live under a sub-folder when it is embedded in another MkDocs site).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+
+from ..analysis import status as status_mod
+from ..analysis import views
+from ..analysis.stack_trie import compile_trie, unknown_trie
+from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
+from ..stats import FINDING_REASONS, SKIP_REASONS
+from .compat import kernel_stack_traces, pretty_json
+from .escape import fence
+from .templating import render, render_markdown
+from .trie_html import trie_html
+
+#: Above this size a code block is shown as plain text (Pygments is slow on big inputs).
+HIGHLIGHT_LIMIT = 200_000
+#: Above this size only the first lines are shown inline; the raw file has the rest.
+INLINE_LIMIT = 1_000_000
+INLINE_HEAD_LINES = 400
+#: Artifacts open by default when small.
+OPEN_KINDS = {
+    "dynamo_output_graph",
+    "aot_forward_graph",
+    "aot_backward_graph",
+    "aot_inference_graph",
+    "aot_joint_graph",
+    "inductor_post_grad_graph",
+    "inductor_output_code",
+}
+OPEN_LINE_LIMIT = 300
+_KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
+
+
+@dataclass
+class Page:
+    """One generated Markdown page."""
+
+    path: str  # relative to the docs root, e.g. "-_0_0_0/index.md"
+    markdown: str
+    title: str
+
+
+@dataclass
+class SiteTree:
+    """The whole generated documentation tree."""
+
+    pages: list[Page] = field(default_factory=list)
+    nav: list[Any] = field(default_factory=list)
+
+
+class ReportRenderer:
+    """Renders the pages of one trace; analyses are computed once and shared."""
+
+    def __init__(self, trace: Trace, *, prefix: str = "") -> None:
+        self.trace = trace
+        self.prefix = prefix
+        self.statuses = status_mod.statuses(trace)
+        self.frames = views.frames(trace)
+        self.graph_breaks = views.graph_breaks(trace)
+        self.failures = views.failures(trace)
+        self.times = views.compile_times(trace)
+        self.recompiles = [r for f in self.frames for r in f.recompiles]
+        self._frame_of = {id(u): f for f in self.frames for u in f.units}
+        self._time_of = {id(t.unit): t for t in self.times}
+        self._recompile_of = {id(r.unit): r for r in self.recompiles}
+        self._breaks_of: dict[int, list[views.GraphBreak]] = {}
+        for gb in self.graph_breaks:
+            for unit in gb.units:
+                self._breaks_of.setdefault(id(unit), []).append(gb)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def status(self, unit: CompileUnit) -> str:
+        return self.statuses.get(unit.display, status_mod.MISSING)
+
+    @staticmethod
+    def unit_path(unit: CompileUnit) -> str:
+        return f"{unit.dirname}/index.md"
+
+    def href(self, unit: CompileUnit, *, depth: int) -> str:
+        """A raw-HTML link (``.html``) from a page ``depth`` folders deep."""
+        return "../" * depth + f"{unit.dirname}/index.html"
+
+    def function_of(self, unit: CompileUnit) -> str:
+        name = unit.metric("co_name")
+        if name:
+            return str(name)
+        if unit.stack:
+            return unit.stack[-1].name
+        frame = self._frame_of.get(id(unit))
+        return frame.function if frame else ""
+
+    def location_of(self, unit: CompileUnit) -> str:
+        filename = unit.metric("co_filename")
+        if filename:
+            return f"{filename}:{unit.metric('co_firstlineno', '?')}"
+        if unit.stack:
+            last = unit.stack[-1]
+            return f"{last.short_filename}:{last.line}"
+        return ""
+
+    # -- the tree --------------------------------------------------------------------------
+    def render_tree(self) -> SiteTree:
+        tree = SiteTree()
+        p = self.prefix
+        add = tree.pages.append
+        add(self.overview())
+        add(self.graph_breaks_page())
+        add(self.recompiles_page())
+        add(self.failures_page())
+        add(self.compile_time_page())
+        add(self.symbolic_shapes_page())
+        add(self.chromium_page())
+        add(self.health_page())
+        if self.trace.unknown_stacks:
+            add(self.unknown_stacks_page())
+        frame_pages = [self.frame_page(f) for f in self.frames]
+        tree.pages.extend(frame_pages)
+        tree.pages.extend(self.unit_page(u) for u in self.trace.units.values())
+        tree.nav = [
+            {"Overview": f"{p}index.md"},
+            {"Graph breaks": f"{p}graph_breaks.md"},
+            {"Recompiles": f"{p}recompiles.md"},
+            {"Failures and restarts": f"{p}failures.md"},
+            {"Compile time": f"{p}compile_time.md"},
+            {"Symbolic shapes": f"{p}symbolic_shapes.md"},
+            {"Chromium events": f"{p}chromium.md"},
+            {"Parse health": f"{p}health.md"},
+        ]
+        if self.trace.unknown_stacks:
+            tree.nav.append({"Unknown stacks": f"{p}unknown_stacks.md"})
+        if frame_pages:
+            tree.nav.append({"Frames": [{pg.title: f"{p}{pg.path}"} for pg in frame_pages]})
+        return tree
+
+    # -- pages -----------------------------------------------------------------------------
+    def overview(self) -> Page:
+        trace = self.trace
+        units = list(trace.units.values())
+        compiled = [u for u in units if u.id is not None and u.id.frame_id is not None]
+        cache = Counter(a.cache for u in units for a in u.artifacts if a.cache)
+        total_time = sum(t.total for t in self.times)
+        restarts = sum(1 for f in self.failures if f.is_restart)
+        errors = [f for f in self.failures if not f.is_restart]
+        recompiled = sorted(
+            (f for f in self.frames if f.recompiles), key=lambda f: -len(f.recompiles)
+        )
+        trie = compile_trie(units)
+        context = {
+            "trace": trace,
+            "stats": trace.stats,
+            "n_frames": len(self.frames),
+            "n_units": len(compiled),
+            "n_breaks": len(self.graph_breaks),
+            "n_break_hits": sum(b.count for b in self.graph_breaks),
+            "n_recompiles": len(self.recompiles),
+            "errors": errors,
+            "n_restarts": restarts,
+            "total_time": total_time,
+            "slowest": self.times[:5],
+            "cache": cache,
+            "graph_breaks": self.graph_breaks[:5],
+            "recompiled": recompiled[:5],
+            "has_trie": bool(trie.children),
+            "trie": trie_html(trie, status_of=self.status, href_of=lambda u: self.href(u, depth=0)),
+            "legend": status_mod.LABELS,
+            "unit_path": self.unit_path,
+            "status": self.status,
+            "function_of": self.function_of,
+            "notes": trace.notes,
+        }
+        return Page("index.md", render_markdown("overview.md", **context), "Overview")
+
+    def unit_page(self, unit: CompileUnit) -> Page:
+        frame = self._frame_of.get(id(unit))
+        previous = following = None
+        position = 0
+        if frame is not None:
+            index = frame.units.index(unit)
+            position = index + 1
+            previous = frame.units[index - 1] if index > 0 else None
+            following = frame.units[index + 1] if index + 1 < len(frame.units) else None
+        failures = [f for f in self.failures if f.unit is unit and not f.is_restart]
+        restart_reasons = [f.description for f in self.failures if f.unit is unit and f.is_restart]
+        status = self.status(unit)
+        context = {
+            "unit": unit,
+            "function": self.function_of(unit),
+            "location": self.location_of(unit),
+            "status": status,
+            "status_label": status_mod.LABELS[status],
+            "frame": frame,
+            "position": position,
+            "previous": previous,
+            "next": following,
+            "failures": failures,
+            "restart_reasons": restart_reasons,
+            "graph_breaks": self._breaks_of.get(id(unit), []),
+            "recompile": self._recompile_of.get(id(unit)),
+            "time": self._time_of.get(id(unit)),
+            "summary_rows": self._summary_rows(unit),
+            "artifacts": [self._artifact_view(unit, a) for a in unit.artifacts],
+            "guards": self._guards(unit),
+            "symbolic": [self._symbolic_row(e) for e in unit.events if _is_symbolic(e)],
+            "other_events": [_event_row(e) for e in unit.events if not _is_symbolic(e)],
+            "event_counts": sorted(unit.event_counts.items()),
+            "metrics_tables": [
+                {"title": _metrics_title(m), "rows": _metrics_rows(m)} for m in unit.metrics
+            ],
+        }
+        title = f"{unit.display} {context['function']}".strip()
+        return Page(self.unit_path(unit), render_markdown("compile_unit.md", **context), title)
+
+    def graph_breaks_page(self) -> Page:
+        md = render_markdown(
+            "graph_breaks.md",
+            breaks=self.graph_breaks,
+            status=self.status,
+            unit_path=self.unit_path,
+        )
+        return Page("graph_breaks.md", md, "Graph breaks")
+
+    def recompiles_page(self) -> Page:
+        frames = sorted((f for f in self.frames if f.recompiles), key=lambda f: -len(f.recompiles))
+        md = render_markdown(
+            "recompiles.md", frames=frames, status=self.status, unit_path=self.unit_path
+        )
+        return Page("recompiles.md", md, "Recompiles")
+
+    def failures_page(self) -> Page:
+        md = render_markdown(
+            "failures.md", failures=self.failures, status=self.status, unit_path=self.unit_path
+        )
+        return Page("failures.md", md, "Failures and restarts")
+
+    def compile_time_page(self) -> Page:
+        chart = render("time_chart.svg.html", rows=_chart_rows(self.times[:40]))
+        md = render_markdown(
+            "compile_time.md",
+            times=self.times,
+            total=sum(t.total for t in self.times),
+            chart=Markup("".join(line.strip() for line in chart.splitlines())),
+            status=self.status,
+            unit_path=self.unit_path,
+            function_of=self.function_of,
+        )
+        return Page("compile_time.md", md, "Compile time")
+
+    def symbolic_shapes_page(self) -> Page:
+        rows = []
+        for unit in self.trace.units.values():
+            for event in unit.events:
+                if _is_symbolic(event):
+                    rows.append((unit, self._symbolic_row(event)))
+        md = render_markdown(
+            "symbolic_shapes.md", rows=rows, status=self.status, unit_path=self.unit_path
+        )
+        return Page("symbolic_shapes.md", md, "Symbolic shapes")
+
+    def chromium_page(self) -> Page:
+        md = render_markdown("chromium.md", count=self.trace.chromium_events)
+        return Page("chromium.md", md, "Chromium events")
+
+    def health_page(self) -> Page:
+        stats = self.trace.stats
+        read = [(k, stats.outcomes.get(k, 0)) for k in ("record", "payload", "interned", "blank")]
+        skipped = [
+            (reason, SKIP_REASONS[reason], stats.outcomes[reason])
+            for reason in SKIP_REASONS
+            if stats.outcomes.get(reason)
+        ]
+        findings = [
+            (reason, FINDING_REASONS[reason], n) for reason, n in stats.findings.items() if n
+        ]
+        md = render_markdown(
+            "health.md",
+            stats=stats,
+            read=read,
+            skipped=skipped,
+            findings=findings,
+            samples=stats.samples,
+            reasons={**SKIP_REASONS, **FINDING_REASONS},
+            unknown_events=stats.unknown_events.most_common(),
+            unknown_keys=stats.unknown_keys.most_common(),
+        )
+        return Page("health.md", md, "Parse health")
+
+    def unknown_stacks_page(self) -> Page:
+        trie = unknown_trie(self.trace.unknown_stacks)
+        html = trie_html(trie, status_of=self.status, href_of=lambda u: self.href(u, depth=0))
+        md = render_markdown("unknown_stacks.md", trie=html, count=len(self.trace.unknown_stacks))
+        return Page("unknown_stacks.md", md, "Unknown stacks")
+
+    def frame_page(self, frame: views.FrameCompiles) -> Page:
+        title = f"Frame {frame.frame}: {frame.function}"
+        md = render_markdown(
+            "frame.md",
+            frame=frame,
+            title=title,
+            status=self.status,
+            time_of=lambda u: self._time_of.get(id(u)),
+            recompile_of=lambda u: self._recompile_of.get(id(u)),
+        )
+        slug = frame.frame.replace("!", "ca").replace("/", "_")
+        return Page(f"frames/frame_{slug}.md", md, title)
+
+    # -- pieces ----------------------------------------------------------------------------
+    def _summary_rows(self, unit: CompileUnit) -> list[tuple[str, Any]]:
+        rows: list[tuple[str, Any]] = []
+        labels = (
+            ("graph_op_count", "Graph ops"),
+            ("graph_node_count", "Graph nodes"),
+            ("graph_input_count", "Graph inputs"),
+            ("guard_count", "Guards"),
+            ("shape_env_guard_count", "Shape-env guards"),
+            ("cache_size", "Cache size"),
+            ("num_graph_breaks", "Graph breaks in this frame"),
+        )
+        for key, label in labels:
+            value = unit.metric(key)
+            if value is not None:
+                rows.append((label, value))
+        marks = [f"{a.name}: {a.cache}" for a in unit.artifacts if a.cache]
+        if marks:
+            rows.append(("Caches", ", ".join(marks)))
+        return rows
+
+    def _artifact_view(self, unit: CompileUnit, artifact: Artifact) -> dict[str, Any]:
+        title = artifact.name
+        if artifact.kind == "inductor_output_code":
+            filename = artifact.metadata.get("filename")
+            title = f"inductor_output_code {filename.rsplit('/', 1)[-1]}" if filename else title
+        view: dict[str, Any] = {
+            "number": artifact.number,
+            "name": artifact.name,
+            "title": title,
+            "link_url": artifact.url if artifact.is_link else None,
+            "raw_href": f"../{artifact.path}" if artifact.path else None,
+            "cache": artifact.cache,
+            "kernels": [],
+            "block": None,
+            "open": False,
+            "truncated": False,
+            "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
+        }
+        if artifact.is_link or artifact.payload is None:
+            return view
+        text = self.trace.read_payload(artifact.payload)
+        lexer = artifact.lexer
+        if artifact.body == BODY_JSON:
+            text = pretty_json(text)
+        if artifact.kind == "dump_file":
+            lexer = "python"
+        if artifact.readable_path:
+            text = _readable_traces(text)
+            lexer = "text"
+        if artifact.kind == "inductor_output_code":
+            view["kernels"] = sorted(set(_KERNEL.findall(text)))
+        lines = text.count("\n") + 1
+        if len(text) > INLINE_LIMIT:
+            head = "\n".join(text.split("\n", INLINE_HEAD_LINES)[:INLINE_HEAD_LINES])
+            view.update(truncated=True, shown_lines=INLINE_HEAD_LINES, total_lines=lines)
+            text = head
+        if len(text) > HIGHLIGHT_LIMIT:
+            lexer = "text"
+        view["block"] = fence(text, lexer)
+        view["open"] = artifact.kind in OPEN_KINDS and lines <= OPEN_LINE_LIMIT
+        return view
+
+    def _guards(self, unit: CompileUnit) -> list[str]:
+        guards: list[str] = []
+        for artifact in unit.artifacts:
+            if artifact.kind == "dynamo_guards" and artifact.payload is not None:
+                try:
+                    value = json.loads(self.trace.read_payload(artifact.payload))
+                except ValueError:
+                    continue
+                guards.extend(str(g.get("code")) for g in value if isinstance(g, dict))
+        return guards
+
+    @staticmethod
+    def _symbolic_row(event: Event) -> dict[str, str]:
+        meta = event.meta
+        expr = meta.get("expr") or meta.get("symbol") or meta.get("op") or ""
+        value = meta.get("value", meta.get("result", meta.get("val", meta.get("reason", ""))))
+        user = event.stacks.get("user_stack") or []
+        return {
+            "type": event.type,
+            "expr": str(expr),
+            "value": "" if value is None else str(value),
+            "user": user[-1].describe() if user else "",
+        }
+
+
+def _is_symbolic(event: Event) -> bool:
+    from ..handlers import SYMBOLIC_TYPES
+
+    return event.type in SYMBOLIC_TYPES
+
+
+def _event_row(event: Event) -> dict[str, Any]:
+    summary = json.dumps(event.metadata, ensure_ascii=False, default=str)
+    if len(summary) > 300:
+        summary = summary[:300] + "…"
+    return {"type": event.type, "line": event.line, "summary": summary}
+
+
+def _metrics_title(event: Event) -> str:
+    return {
+        "compilation_metrics": "Compilation metrics",
+        "bwd_compilation_metrics": "Backward compilation metrics",
+        "compilation_metrics_runtime": "Runtime compilation metrics",
+        "bwd_compilation_metrics_runtime": "Runtime backward compilation metrics",
+    }.get(event.type, event.type)
+
+
+def _metrics_rows(event: Event) -> list[tuple[str, str]]:
+    rows = []
+    for key, value in event.meta.items():
+        if value is None or value == [] or value == {}:
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        if len(text) > 2000:
+            text = text[:2000] + "… (see raw.jsonl)"
+        rows.append((key, text))
+    return rows
+
+
+def _readable_traces(text: str) -> str:
+    parts = []
+    for kernel, traces in kernel_stack_traces(text).items():
+        parts.append(f"== {kernel}")
+        parts.extend(traces)
+        parts.append("")
+    return "\n".join(parts) or text
+
+
+def _size_text(size: int) -> str:
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.1f} MB"
+    if size >= 1_000:
+        return f"{size / 1_000:.1f} kB"
+    return f"{size} bytes"
+
+
+def _chart_rows(times: Iterable[views.CompileTime]) -> list[dict[str, Any]]:
+    times = list(times)
+    longest = max((t.total for t in times), default=0.0) or 1.0
+    return [
+        {
+            "label": t.unit.display,
+            "href": f"{t.unit.dirname}/index.html",
+            "forward": t.seconds / longest,
+            "backward": t.backward_seconds / longest,
+            "seconds": t.total,
+            "y": i,
+        }
+        for i, t in enumerate(times)
+    ]
+
+
+def render_tree(trace: Trace, *, prefix: str = "") -> SiteTree:
+    """Every page of the report for ``trace``."""
+    return ReportRenderer(trace, prefix=prefix).render_tree()
