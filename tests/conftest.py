@@ -17,11 +17,11 @@ if TYPE_CHECKING:
 def browser() -> Iterator[Browser]:
     """System Chromium via playwright; skipped with the reason if either is missing.
 
-    Set TLSITE_REQUIRE_BROWSER=1 (e.g. in CI) to turn that skip into a failure.
+    With TLSITE_REQUIRE_BROWSER=1 or CI set, that skip becomes a failure instead.
     """
     reason = browser_unavailable_reason()
     if reason is not None:
-        if os.environ.get("TLSITE_REQUIRE_BROWSER") == "1":
+        if os.environ.get("TLSITE_REQUIRE_BROWSER") == "1" or os.environ.get("CI"):
             pytest.fail(f"browser tests required but cannot run: {reason}")
         pytest.skip(f"browser tests cannot run: {reason}")
     from playwright.sync_api import sync_playwright
