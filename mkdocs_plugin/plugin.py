@@ -22,7 +22,8 @@ from mkdocs.structure.files import File, Files
 from tlsite.core import load
 from tlsite.core.model import Trace
 from tlsite.core.render.compat import CompatWriter
-from tlsite.core.render.pages import SiteTree, render_tree
+from tlsite.core.render.highlight import Highlighter
+from tlsite.core.render.pages import CODE_PLACEHOLDER, Page, SiteTree, render_tree
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
 
@@ -48,6 +49,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._raw_log = raw_log
         self.tree: SiteTree | None = None
         self.compat_files: list[str] = []
+        self._highlighter: Highlighter | None = None
+        self._page_of_uri: dict[str, Page] = {}
 
     @property
     def trace(self) -> Trace:
@@ -82,13 +85,28 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         assert self.tree is not None
+        # start highlighting every code block now, in worker processes, while MkDocs works
+        self._highlighter = Highlighter(self.trace.store.spill_path("highlight"))
         for page in self.tree.pages:
             uri = f"{self.prefix}{page.path}"
             existing = files.get_file_from_path(uri)
             if existing is not None:
                 files.remove(existing)
             files.append(File.generated(config, uri, content=page.markdown))
+            self._page_of_uri[uri] = page
+            for block in page.blocks.values():
+                self._highlighter.submit(block)
         return files
+
+    def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
+        """Insert the highlighted code (after the search plugin has indexed the page)."""
+        generated = self._page_of_uri.get(page.file.src_uri)
+        if generated is None or not generated.blocks or self._highlighter is None:
+            return output
+        for token, block in generated.blocks.items():
+            html = self._highlighter.html(block.key, token)
+            output = output.replace(CODE_PLACEHOLDER.format(token=token), html, 1)
+        return output
 
     @event_priority(-50)
     def on_post_build(self, *, config: MkDocsConfig) -> None:
@@ -102,6 +120,14 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
         writer = CompatWriter(self.trace, out, raw_log=raw_log)
         self.compat_files = writer.write_all()
+        if self._highlighter is not None:
+            self._highlighter.close()
+            self._highlighter = None
+
+    def on_build_error(self, *, error: Exception) -> None:
+        if self._highlighter is not None:
+            self._highlighter.close()
+            self._highlighter = None
 
 
 def _chunks(path: str) -> Any:

@@ -22,11 +22,10 @@ from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..stats import FINDING_REASONS, SKIP_REASONS
 from .compat import kernel_stack_traces, pretty_json
 from .escape import fence
+from .highlight import CodeBlock, effective_lang, read_block_text
 from .templating import render, render_markdown
 from .trie_html import trie_html
 
-#: Above this size a code block is shown as plain text (Pygments is slow on big inputs).
-HIGHLIGHT_LIMIT = 200_000
 #: Above this size only the first lines are shown inline; the raw file has the rest.
 INLINE_LIMIT = 1_000_000
 INLINE_HEAD_LINES = 400
@@ -44,13 +43,29 @@ OPEN_LINE_LIMIT = 300
 _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
 
 
+CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
+
+
 @dataclass
 class Page:
-    """One generated Markdown page."""
+    """One generated Markdown page.
+
+    Big code blocks are not in ``markdown`` itself but in ``blocks``, each behind a
+    placeholder comment: the site build inserts their highlighted HTML after the search
+    plugin has indexed the page; :meth:`standalone_markdown` puts them back as fences.
+    """
 
     path: str  # relative to the docs root, e.g. "-_0_0_0/index.md"
     markdown: str
     title: str
+    blocks: dict[str, CodeBlock] = field(default_factory=dict)
+
+    def standalone_markdown(self) -> str:
+        text = self.markdown
+        for token, block in self.blocks.items():
+            code = fence(read_block_text(block), effective_lang_of(block))
+            text = text.replace(CODE_PLACEHOLDER.format(token=token), code)
+        return text
 
 
 @dataclass
@@ -192,6 +207,7 @@ class ReportRenderer:
             position = index + 1
             previous = frame.units[index - 1] if index > 0 else None
             following = frame.units[index + 1] if index + 1 < len(frame.units) else None
+        blocks: dict[str, CodeBlock] = {}
         failures = [f for f in self.failures if f.unit is unit and not f.is_restart]
         restart_reasons = [f.description for f in self.failures if f.unit is unit and f.is_restart]
         status = self.status(unit)
@@ -211,7 +227,7 @@ class ReportRenderer:
             "recompile": self._recompile_of.get(id(unit)),
             "time": self._time_of.get(id(unit)),
             "summary_rows": self._summary_rows(unit),
-            "artifacts": [self._artifact_view(unit, a) for a in unit.artifacts],
+            "artifacts": [self._artifact_view(unit, a, blocks) for a in unit.artifacts],
             "guards": self._guards(unit),
             "symbolic": [self._symbolic_row(e) for e in unit.events if _is_symbolic(e)],
             "other_events": [_event_row(e) for e in unit.events if not _is_symbolic(e)],
@@ -221,7 +237,8 @@ class ReportRenderer:
             ],
         }
         title = f"{unit.display} {context['function']}".strip()
-        return Page(self.unit_path(unit), render_markdown("compile_unit.md", **context), title)
+        markdown = render_markdown("compile_unit.md", **context)
+        return Page(self.unit_path(unit), markdown, title, blocks)
 
     def graph_breaks_page(self) -> Page:
         md = render_markdown(
@@ -337,7 +354,9 @@ class ReportRenderer:
             rows.append(("Caches", ", ".join(marks)))
         return rows
 
-    def _artifact_view(self, unit: CompileUnit, artifact: Artifact) -> dict[str, Any]:
+    def _artifact_view(
+        self, unit: CompileUnit, artifact: Artifact, blocks: dict[str, CodeBlock]
+    ) -> dict[str, Any]:
         title = artifact.name
         if artifact.kind == "inductor_output_code":
             filename = artifact.metadata.get("filename")
@@ -357,25 +376,28 @@ class ReportRenderer:
         }
         if artifact.is_link or artifact.payload is None:
             return view
+        store = self.trace.store
         text = self.trace.read_payload(artifact.payload)
+        source = artifact.payload
         lexer = artifact.lexer
-        if artifact.body == BODY_JSON:
-            text = pretty_json(text)
         if artifact.kind == "dump_file":
             lexer = "python"
         if artifact.readable_path:
-            text = _readable_traces(text)
-            lexer = "text"
+            text, lexer = _readable_traces(text), "text"
+            source = store.put(text)
+        elif artifact.body == BODY_JSON:
+            text = pretty_json(text)
+            source = store.put(text)
         if artifact.kind == "inductor_output_code":
             view["kernels"] = sorted(set(_KERNEL.findall(text)))
         lines = text.count("\n") + 1
+        head = None
         if len(text) > INLINE_LIMIT:
-            head = "\n".join(text.split("\n", INLINE_HEAD_LINES)[:INLINE_HEAD_LINES])
+            head = INLINE_HEAD_LINES
             view.update(truncated=True, shown_lines=INLINE_HEAD_LINES, total_lines=lines)
-            text = head
-        if len(text) > HIGHLIGHT_LIMIT:
-            lexer = "text"
-        view["block"] = fence(text, lexer)
+        token = f"artifact-{artifact.number}"
+        blocks[token] = CodeBlock(str(store.path(source.md5)), lexer, head)
+        view["block"] = Markup(CODE_PLACEHOLDER.format(token=token))
         view["open"] = artifact.kind in OPEN_KINDS and lines <= OPEN_LINE_LIMIT
         return view
 
@@ -402,6 +424,10 @@ class ReportRenderer:
             "value": "" if value is None else str(value),
             "user": user[-1].describe() if user else "",
         }
+
+
+def effective_lang_of(block: CodeBlock) -> str:
+    return effective_lang(read_block_text(block), block.lang)
 
 
 def _is_symbolic(event: Event) -> bool:
