@@ -156,7 +156,9 @@ class RecordReader:
                 continue
             if self._is_other_rank(envelope):
                 stats.skip("other_rank", lineno, f"rank {envelope.get('rank')!r}")
-                stats.skip("other_rank", lineno, "payload", count=record.payload_lines)
+                if record.payload_lines:
+                    first = lineno + 1
+                    stats.skip("other_rank", first, "its payload lines", count=record.payload_lines)
                 record.other_rank = True
                 yield record
                 continue

@@ -484,11 +484,6 @@ def test_records_of_another_rank_are_skipped_with_their_payload(tmp_path: Path) 
     assert not any(a.kind == "dynamo_output_graph" for a in trace.unit("[0/0_1]").artifacts)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/records.py notes an other-rank record's payload at the header's line "
-    "(and even when it has no payload lines), so the header line is listed twice",
-)
 def test_skipped_payload_lines_of_another_rank_are_noted_at_their_own_line(
     tmp_path: Path,
 ) -> None:

@@ -55,10 +55,7 @@ def highlight_html(text: str, lang: str) -> str:
     lang = effective_lang(text, lang)
     if text.endswith("\n"):
         text = text[:-1]
-    if lang == "text":
-        body = _plain_lines(text)
-    else:
-        body = _pygments_lines(text, lang)
+    body = _plain_lines(text) if lang == "text" else _pygments_lines(text, lang)
     return (
         f'<div class="language-{lang} highlight"><pre><span></span><code>{body}</code></pre></div>'
     )
