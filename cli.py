@@ -134,13 +134,19 @@ def build(
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     with Progress(enabled=progress) as bar:
-        bar.stage("Reading the trace")
-        trace = load(path, latest=latest, rank=rank, export_mode=export_mode)
+        trace = load(
+            path,
+            latest=latest,
+            rank=rank,
+            export_mode=export_mode,
+            on_start=lambda log: bar.stage(f"Reading {log.display_name}", log.size_hint),
+            on_bytes=bar.advance,
+        )
         raw = _raw_log_reader(path, latest=latest, rank=rank)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
         try:
-            bar.stage("Building the site")
-            build_report(trace, staging / "site", raw_log=raw)
+            bar.stage("Writing pages")
+            build_report(trace, staging / "site", raw_log=raw, on_page=bar.advance)
             _swap_into_place(staging / "site", out)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

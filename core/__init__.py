@@ -10,6 +10,8 @@ Nothing in this package imports MkDocs. The entry point for scripts and tests::
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
 
 from .builder import build_trace
 from .compile_id import CompileId
@@ -35,15 +37,37 @@ __all__ = [
 ]
 
 
+ProgressCallback = Callable[[int], None]
+
+
 def load_source(
-    source: LogSource, *, store: PayloadStore | None = None, export_mode: bool | None = None
+    source: LogSource,
+    *,
+    store: PayloadStore | None = None,
+    export_mode: bool | None = None,
+    on_bytes: ProgressCallback | None = None,
 ) -> Trace:
-    """Read one log into a :class:`Trace` (payloads go to ``store`` or a temporary one)."""
+    """Read one log into a :class:`Trace` (payloads go to ``store`` or a temporary one).
+
+    ``on_bytes`` is called now and then with the number of bytes read since the last call.
+    """
     if export_mode is None:
         export_mode = _looks_like_export(source)
     with source.open() as stream:
-        trace = build_trace(stream, source.display_name, store=store, export_mode=export_mode)
+        lines = stream if on_bytes is None else _counted(stream, on_bytes)
+        trace = build_trace(lines, source.display_name, store=store, export_mode=export_mode)
     return trace
+
+
+def _counted(stream: BinaryIO, on_bytes: ProgressCallback, every: int = 1 << 20) -> Iterator[bytes]:
+    pending = 0
+    for line in stream:
+        pending += len(line)
+        if pending >= every:
+            on_bytes(pending)
+            pending = 0
+        yield line
+    on_bytes(pending)
 
 
 def load(
@@ -53,10 +77,13 @@ def load(
     rank: int | None = None,
     export_mode: bool | None = None,
     store: PayloadStore | None = None,
+    on_start: Callable[[LogSource], None] | None = None,
+    on_bytes: ProgressCallback | None = None,
 ) -> Trace:
     """Read the trace at ``path`` (file, .gz, .zip, .7z, directory or ``-``) into a model.
 
     For a directory of rank logs, ``rank`` picks one (default: the lowest rank).
+    ``on_start`` is told which log is read; ``on_bytes`` reports progress through it.
     """
     resolved = resolve_input(path, latest=latest)
     logs = resolved.logs
@@ -64,7 +91,9 @@ def load(
         logs = [log for log in logs if log.rank == rank]
         if not logs:
             raise InputError(f"{os.fspath(path)}: no log for rank {rank}")
-    trace = load_source(logs[0], store=store, export_mode=export_mode)
+    if on_start is not None:
+        on_start(logs[0])
+    trace = load_source(logs[0], store=store, export_mode=export_mode, on_bytes=on_bytes)
     trace.notes.extend(resolved.notes)
     if resolved.is_multi_rank and len(resolved.logs) > 1 and rank is None:
         trace.notes.append(

@@ -23,9 +23,13 @@ def build_report(
     *,
     raw_log: Callable[[], Iterator[bytes]] | None = None,
     site_name: str | None = None,
+    on_page: Callable[[], None] | None = None,
 ) -> TlsitePlugin:
-    """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet)."""
-    plugin = TlsitePlugin(trace=trace, raw_log=raw_log)
+    """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet).
+
+    ``on_page`` is called after each page is written (for a progress bar).
+    """
+    plugin = TlsitePlugin(trace=trace, raw_log=raw_log, on_page=on_page)
     errors, _warnings = plugin.load_config({})
     if errors:
         raise ValueError(f"tlsite plugin configuration: {errors}")

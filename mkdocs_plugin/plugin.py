@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,16 @@ class TlsiteConfig(base.Config):
 class TlsitePlugin(BasePlugin[TlsiteConfig]):
     """Generate the report pages of one trace during a MkDocs build."""
 
-    def __init__(self, trace: Trace | None = None, raw_log: Any = None) -> None:
+    def __init__(
+        self,
+        trace: Trace | None = None,
+        raw_log: Any = None,
+        on_page: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__()
         self._trace = trace
         self._raw_log = raw_log
+        self._on_page = on_page
         self.tree: SiteTree | None = None
         self.compat_files: list[str] = []
         self._highlighter: Highlighter | None = None
@@ -100,6 +107,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
         """Insert the highlighted code (after the search plugin has indexed the page)."""
+        if self._on_page is not None:
+            self._on_page()
         generated = self._page_of_uri.get(page.file.src_uri)
         if generated is None or not generated.blocks or self._highlighter is None:
             return output

@@ -40,6 +40,8 @@ OPEN_KINDS = {
     "inductor_output_code",
 }
 OPEN_LINE_LIMIT = 300
+#: With more frames than this, the navigation lists only the frames index.
+MAX_FRAMES_IN_NAV = 40
 _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
 
 
@@ -157,8 +159,19 @@ class ReportRenderer:
         if self.trace.unknown_stacks:
             tree.nav.append({"Unknown stacks": f"{p}unknown_stacks.md"})
         if frame_pages:
-            tree.nav.append({"Frames": [{pg.title: f"{p}{pg.path}"} for pg in frame_pages]})
+            add(self.frames_index())
+            entries: list[Any] = [{"All frames": f"{p}frames/index.md"}]
+            if len(frame_pages) <= MAX_FRAMES_IN_NAV:  # else only the index: nav stays small
+                entries += [{pg.title: f"{p}{pg.path}"} for pg in frame_pages]
+            tree.nav.append({"Frames": entries})
         return tree
+
+    def frames_index(self) -> Page:
+        rows = [
+            (f, f"frame_{_frame_slug(f)}.md", sum(1 for _ in f.recompiles)) for f in self.frames
+        ]
+        md = render_markdown("frames_index.md", rows=rows)
+        return Page("frames/index.md", md, "All frames")
 
     # -- pages -----------------------------------------------------------------------------
     def overview(self) -> Page:
@@ -330,8 +343,7 @@ class ReportRenderer:
             time_of=lambda u: self._time_of.get(id(u)),
             recompile_of=lambda u: self._recompile_of.get(id(u)),
         )
-        slug = frame.frame.replace("!", "ca").replace("/", "_")
-        return Page(f"frames/frame_{slug}.md", md, title)
+        return Page(f"frames/frame_{_frame_slug(frame)}.md", md, title)
 
     # -- pieces ----------------------------------------------------------------------------
     def _summary_rows(self, unit: CompileUnit) -> list[tuple[str, Any]]:
@@ -424,6 +436,10 @@ class ReportRenderer:
             "value": "" if value is None else str(value),
             "user": user[-1].describe() if user else "",
         }
+
+
+def _frame_slug(frame: views.FrameCompiles) -> str:
+    return frame.frame.replace("!", "ca").replace("/", "_")
 
 
 def effective_lang_of(block: CodeBlock) -> str:
