@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
-from .model import CompileUnit, Trace
+from .model import CompileUnit, DescribeRef, Trace
 from .records import CONTEXT_KEYS, Record, RecordReader
 from .registry import RecordContext, handler_for
 from .stats import ParseStats
@@ -41,6 +41,7 @@ class TraceBuilder:
         self._number = 0
         self._raw: TextIO = open(self.trace.raw_jsonl_path, "w", encoding="utf-8")  # noqa: SIM115
         self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
+        self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115
         self.reader_strings = self.trace.strings
 
     # -- numbering and folders ------------------------------------------------------------------
@@ -103,6 +104,14 @@ class TraceBuilder:
         if record.event_type != "chromium_event":
             self._write_raw(record, payload_filename)
 
+    def spill_describe(self, ctx: RecordContext) -> None:
+        """Keep a describe_* record on disk; the unit keeps where to find it."""
+        offset = self._describe.tell()
+        data = json.dumps(ctx.record.metadata, ensure_ascii=False, default=str)
+        self._describe.write(data.encode("utf-8") + b"\n")
+        ref = DescribeRef(ctx.record.event_type, ctx.record.line, offset)
+        ctx.unit.describes.append(ref)
+
     def add_chromium_event(self, event: Any) -> None:
         self.trace.chromium_events += 1
         if self.trace.year is None and isinstance(event, dict):
@@ -131,6 +140,7 @@ class TraceBuilder:
     def finish(self) -> None:
         self._raw.close()
         self._chromium.close()
+        self._describe.close()
 
 
 def _year_of(ts: Any) -> int | None:

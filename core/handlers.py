@@ -197,7 +197,7 @@ def is_export_guard(event_type: str, meta: dict) -> bool:
 
 @handles(*DESCRIBE_TYPES)
 def describe(ctx: RecordContext) -> None:
-    ctx.unit.event_counts[ctx.record.event_type] += 1
+    ctx.builder.spill_describe(ctx)
 
 
 @handles("exported_program")

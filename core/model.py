@@ -7,10 +7,12 @@ events. Payload text lives in a :class:`~tlsite.core.store.PayloadStore`, not in
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .compile_id import CompileId
 from .frames import Frame, InternTable
@@ -104,6 +106,14 @@ class Event:
         return self.metadata if isinstance(self.metadata, dict) else {}
 
 
+class DescribeRef(NamedTuple):
+    """A ``describe_tensor``/``_storage``/``_source`` record, spilled to disk (there are many)."""
+
+    type: str
+    line: int
+    offset: int  # byte offset of its metadata line in the trace's describe spill
+
+
 @dataclass
 class CompileUnit:
     """Everything logged under one compile id (its directory key)."""
@@ -115,7 +125,12 @@ class CompileUnit:
     metrics: list[Event] = field(default_factory=list)
     stacks: list[list[Frame]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    event_counts: Counter[str] = field(default_factory=Counter)
+    describes: list[DescribeRef] = field(default_factory=list)
+
+    @property
+    def event_counts(self) -> Counter[str]:
+        """How many tensor/storage/source descriptions this unit logged, by type."""
+        return Counter(ref.type for ref in self.describes)
 
     @property
     def display(self) -> str:
@@ -176,6 +191,20 @@ class Trace:
     @property
     def raw_jsonl_path(self) -> Path:
         return self.store.spill_path("raw.jsonl.part")
+
+    @property
+    def describe_path(self) -> Path:
+        return self.store.spill_path("describe.jsonl")
+
+    def describe_records(self, unit: CompileUnit) -> Iterator[Event]:
+        """The unit's describe_* records, read back from the spill file."""
+        if not unit.describes:
+            return
+        with open(self.describe_path, "rb") as spill:
+            for ref in unit.describes:
+                spill.seek(ref.offset)
+                metadata = json.loads(spill.readline())
+                yield Event(type=ref.type, line=ref.line, compile_id=unit.id, metadata=metadata)
 
     # -- convenience --------------------------------------------------------------------------
     def unit_list(self) -> list[CompileUnit]:
