@@ -37,6 +37,11 @@ class GraphBreak:
         return len(self.units)
 
     @property
+    def short_location(self) -> str:
+        """``file.py:21`` without the folders, for tables."""
+        return self.location.rsplit("/", 1)[-1]
+
+    @property
     def compile_ids(self) -> list[str]:
         return [u.display for u in self.units]
 
