@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.provenance import parse_kernel_stack_traces
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
 from .templating import render
 
@@ -178,18 +179,8 @@ def compile_directory(trace: Trace) -> dict[str, Any]:
 
 
 def kernel_stack_traces(text: str) -> dict[str, list[str]]:
-    """Kernel → readable stack traces (producers double-escape newlines as ``\\n``)."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(value, dict):
-        return {}
-    result: dict[str, list[str]] = {}
-    for kernel in sorted(value):
-        traces = value[kernel] if isinstance(value[kernel], list) else [value[kernel]]
-        result[kernel] = [str(t).replace("\\n", "\n").rstrip("\n") for t in traces]
-    return result
+    """Kernel → readable stack traces, as tlparse's ``*_readable.html`` shows them."""
+    return {k.kernel: k.traces for k in parse_kernel_stack_traces(text) or []}
 
 
 def _json_list(text: str) -> list[Any]:
