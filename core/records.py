@@ -97,6 +97,27 @@ def _strip_eol(raw: bytes) -> bytes:
     return raw
 
 
+def _join_payload(parts: list[bytes]) -> bytes:
+    """Join raw payload lines (each ``\\t<text>\\n``) into the payload text's bytes."""
+    data = b"".join(parts)
+    if b"\r" in data:  # CRLF (or stray CR) line ends: take the careful path
+        return b"\n".join(_strip_eol(p)[1:] for p in parts)
+    data = data[1:].replace(b"\n\t", b"\n")
+    return data[:-1] if data.endswith(b"\n") else data
+
+
+def _payload_linenos(header: int, count: int, blank_lines: list[int]) -> list[int]:
+    """The physical line numbers of ``count`` payload lines after ``header``, skipping blanks."""
+    blanks = set(blank_lines)
+    numbers: list[int] = []
+    candidate = header
+    while len(numbers) < count:
+        candidate += 1
+        if candidate not in blanks:
+            numbers.append(candidate)
+    return numbers
+
+
 class RecordReader:
     """Iterate the records of one log, keeping the intern table and parse stats up to date."""
 
@@ -199,27 +220,33 @@ class RecordReader:
     def _read_payload(
         self, record: Record, numbered: Iterator[tuple[int, bytes]]
     ) -> tuple[int, bytes] | None:
-        """Consume the TAB lines after a header; return the first line that is not one."""
+        """Consume the TAB lines after a header; return the first line that is not one.
+
+        This loop runs once per payload line, most of a trace, so it does as little as it
+        can per line: the tab prefixes and line ends are removed in one pass over the joined
+        bytes afterwards.
+        """
         parts: list[bytes] = []
-        linenos: list[int] = []
-        blanks = 0
+        append = parts.append
+        blank_lines: list[int] = []
         pending = None
+        lineno = record.line
         for lineno, raw in numbered:
-            self.stats.total_lines = lineno
-            if raw[:1] == b"\t":
-                parts.append(_strip_eol(raw)[1:])
-                linenos.append(lineno)
-            elif raw in (b"\n", b"\r\n", b""):
-                blanks += 1  # blank lines are dropped wherever they are
+            if raw.startswith(b"\t"):
+                append(raw)
+            elif raw == b"\n" or raw == b"\r\n" or not raw:
+                blank_lines.append(lineno)  # blank lines are dropped wherever they are
             else:
                 pending = (lineno, raw)
                 break
-        self.stats.read("blank", blanks)
-        data = b"\n".join(parts)
+        self.stats.total_lines = max(self.stats.total_lines, lineno)
+        self.stats.read("blank", len(blank_lines))
+        data = _join_payload(parts)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            text, dropped = self._drop_undecodable(parts, linenos)
+            linenos = _payload_linenos(record.line, len(parts), blank_lines)
+            text, dropped = self._drop_undecodable([_strip_eol(p)[1:] for p in parts], linenos)
             data = text.encode("utf-8")
             record.payload_lines = len(parts) - dropped
         else:

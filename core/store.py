@@ -1,7 +1,9 @@
 """A content-addressed payload store on disk, so memory does not grow with the trace.
 
-Payloads are written once per distinct content (keyed by their MD5) and read back only when
-a page or an output file needs them.
+Payloads are appended once per distinct content (keyed by their MD5) to one pack file, and
+read back by offset only when a page or an output file needs them. One file, not one file
+per payload: a recompile storm has tens of thousands of payloads, and creating a file each
+costs more than reading the whole trace.
 """
 
 from __future__ import annotations
@@ -11,65 +13,85 @@ import hashlib
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class PayloadRef:
-    """A payload in the store: its MD5, size in bytes and number of lines."""
+class PayloadRef(NamedTuple):
+    """A payload in the store: its MD5, size in bytes, number of lines and pack offset."""
 
     md5: str
     size: int
     lines: int
+    offset: int
 
 
 class PayloadStore:
-    """Payload files under one directory, named by the MD5 of their UTF-8 bytes."""
+    """Payloads appended to ``<root>/payloads.pack``, indexed by the MD5 of their bytes."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self._owned = root is None
         self.root = Path(tempfile.mkdtemp(prefix="tlsite-store-") if root is None else root)
         self.root.mkdir(parents=True, exist_ok=True)
-        self._known: set[str] = set()
+        self.pack_path = self.root / "payloads.pack"
+        self._writer: BinaryIO | None = open(self.pack_path, "ab")  # noqa: SIM115
+        self._reader: BinaryIO | None = None
+        self._index: dict[str, PayloadRef] = {}
+        self._dirty = False
 
     def put(self, text: str, md5: str | None = None) -> PayloadRef:
         data = text.encode("utf-8")
         digest = md5 or hashlib.md5(data).hexdigest()
-        if digest not in self._known:
-            path = self.path(digest)
-            path.parent.mkdir(exist_ok=True)
-            path.write_bytes(data)
-            self._known.add(digest)
-        return PayloadRef(digest, len(data), text.count("\n") + 1 if text else 0)
+        ref = self._index.get(digest)
+        if ref is None:
+            assert self._writer is not None, "the store is closed"
+            offset = self._writer.tell()
+            self._writer.write(data)
+            self._dirty = True
+            lines = data.count(b"\n") + 1 if data else 0
+            ref = self._index[digest] = PayloadRef(digest, len(data), lines, offset)
+        return ref
 
-    def path(self, md5: str) -> Path:
-        return self.root / md5[:2] / md5
-
-    def read(self, ref: PayloadRef) -> str:
-        return self.path(ref.md5).read_text(encoding="utf-8")
+    def flush(self) -> None:
+        """Make everything put so far readable by other processes (highlight workers)."""
+        if self._dirty and self._writer is not None:
+            self._writer.flush()
+            self._dirty = False
 
     def read_bytes(self, ref: PayloadRef) -> bytes:
-        return self.path(ref.md5).read_bytes()
+        self.flush()
+        if self._reader is None:
+            self._reader = open(self.pack_path, "rb")  # noqa: SIM115
+        self._reader.seek(ref.offset)
+        return self._reader.read(ref.size)
+
+    def read(self, ref: PayloadRef) -> str:
+        return self.read_bytes(ref).decode("utf-8")
 
     def copy_to(self, ref: PayloadRef, dest: Path) -> None:
-        """Place the payload at ``dest``: a hard link when possible, else a copy."""
+        """Write the payload to ``dest`` (replacing what is there)."""
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if dest.exists():
-            dest.unlink()
-        try:
-            os.link(self.path(ref.md5), dest)
-        except OSError:
-            shutil.copyfile(self.path(ref.md5), dest)
+        dest.write_bytes(self.read_bytes(ref))
 
     def spill_path(self, name: str) -> Path:
-        """A scratch file beside the payloads (raw.jsonl and chromium events are spilled here)."""
+        """A scratch file beside the pack (raw.jsonl and chromium events are spilled here)."""
         return self.root / name
 
     def close(self) -> None:
+        for handle in (self._writer, self._reader):
+            if handle is not None:
+                handle.close()
+        self._writer = self._reader = None
         if self._owned:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def __del__(self) -> None:  # best effort: temporary stores do not outlive the model
         with contextlib.suppress(Exception):
             self.close()
+
+
+def read_slice(path: str | os.PathLike[str], offset: int, size: int) -> bytes:
+    """Read one payload from a pack file (used by worker processes)."""
+    with open(path, "rb") as pack:
+        pack.seek(offset)
+        return pack.read(size)

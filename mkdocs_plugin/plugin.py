@@ -93,6 +93,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         assert self.tree is not None
         # start highlighting every code block now, in worker processes, while MkDocs works
+        self.trace.store.flush()  # the workers read code from the store's pack file
         self._highlighter = Highlighter(self.trace.store.spill_path("highlight"))
         for page in self.tree.pages:
             uri = f"{self.prefix}{page.path}"

@@ -19,6 +19,8 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..store import read_slice
+
 #: Above this many characters a block is shown as plain text: Pygments is slow on big inputs.
 HIGHLIGHT_LIMIT = 200_000
 #: Marker replaced by the block's id when the cached HTML is inserted into a page.
@@ -27,20 +29,23 @@ BLOCK_ID = "@@BLOCK@@"
 
 @dataclass(frozen=True)
 class CodeBlock:
-    """A block to show: its text (from a file), the lexer, and how much of it to show."""
+    """A block to show: where its text is, the lexer, and how much of it to show."""
 
-    source: str  # path of a UTF-8 file with the text
+    pack: str  # the payload store's pack file
+    offset: int
+    size: int
+    md5: str
     lang: str
     head_lines: int | None = None  # show only the first lines
 
     @property
     def key(self) -> str:
-        digest = hashlib.md5(f"{self.source}\0{self.lang}\0{self.head_lines}".encode())
-        return digest.hexdigest()
+        """Same content shown the same way, same key: highlighted once."""
+        return hashlib.md5(f"{self.md5}\0{self.lang}\0{self.head_lines}".encode()).hexdigest()
 
 
 def read_block_text(block: CodeBlock) -> str:
-    text = Path(block.source).read_text(encoding="utf-8")
+    text = read_slice(block.pack, block.offset, block.size).decode("utf-8")
     if block.head_lines is not None:
         text = "\n".join(text.split("\n", block.head_lines)[: block.head_lines])
     return text

@@ -408,7 +408,9 @@ class ReportRenderer:
             head = INLINE_HEAD_LINES
             view.update(truncated=True, shown_lines=INLINE_HEAD_LINES, total_lines=lines)
         token = f"artifact-{artifact.number}"
-        blocks[token] = CodeBlock(str(store.path(source.md5)), lexer, head)
+        blocks[token] = CodeBlock(
+            str(store.pack_path), source.offset, source.size, source.md5, lexer, head
+        )
         view["block"] = Markup(CODE_PLACEHOLDER.format(token=token))
         view["open"] = artifact.kind in OPEN_KINDS and lines <= OPEN_LINE_LIMIT
         return view
