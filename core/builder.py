@@ -43,6 +43,11 @@ class TraceBuilder:
         self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
         self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115
         self.reader_strings = self.trace.strings
+        self._shared: dict[str, str] = {}
+
+    def share(self, value: str) -> str:
+        """One copy of equal long strings (every compile logs the same config dumps)."""
+        return self._shared.setdefault(value, value)
 
     # -- numbering and folders ------------------------------------------------------------------
     def next_number(self) -> int:
@@ -113,14 +118,35 @@ class TraceBuilder:
         ctx.unit.describes.append(ref)
 
     def add_chromium_event(self, event: Any) -> None:
-        self.trace.chromium_events += 1
+        """Spill a decoded chromium event (the first one also tells the trace's year)."""
         if self.trace.year is None and isinstance(event, dict):
             self.trace.year = _year_of(event.get("ts"))
-        self._chromium.write(json.dumps(event, sort_keys=True, ensure_ascii=False))
+        self.add_chromium_json(json.dumps(event, ensure_ascii=False))
+
+    def add_chromium_json(self, text: str) -> None:
+        """Spill one chromium event given as one line of JSON text."""
+        self.trace.chromium_events += 1
+        self._chromium.write(text)
         self._chromium.write("\n")
 
     def _write_raw(self, record: Record, payload_filename: str | None) -> None:
-        line = dict(record.envelope)
+        """One raw.jsonl line: the envelope plus tlparse's added keys."""
+        envelope = record.envelope
+        text = record.json_text.rstrip()
+        if envelope and text.endswith("}") and not any(k in envelope for k in RAW_ADDED_KEYS):
+            # fast path: append the keys to the JSON as logged instead of re-encoding it
+            header = record.header
+            extra = (
+                f', "timestamp": "{_YEAR_PLACEHOLDER}{header.month:02d}-{header.day:02d}T'
+                f'{header.time}Z", "thread": {header.thread}, '
+                f'"pathname": {json.dumps(header.pathname, ensure_ascii=False)}, '
+                f'"lineno": {header.lineno}'
+            )
+            if payload_filename is not None:
+                extra += f', "payload_filename": {json.dumps(payload_filename)}'
+            self._raw.write(text[:-1].rstrip() + extra + "}\n")
+            return
+        line = dict(envelope)
         header = record.header
         added: dict[str, Any] = {
             "timestamp": f"{_YEAR_PLACEHOLDER}{header.month:02d}-{header.day:02d}T{header.time}Z",

@@ -104,13 +104,23 @@ def inductor_output_code(ctx: RecordContext) -> None:
 
 @handles(*METRICS_PAGES)
 def metrics_page(ctx: RecordContext) -> None:
-    ctx.keep_event(into="metrics")
+    keep_metrics(ctx)
     ctx.emit(ctx.record.event_type, ".html", body=BODY_PAGE)
 
 
 @handles(*METRICS_ONLY)
 def metrics_only(ctx: RecordContext) -> None:
-    ctx.keep_event(into="metrics")
+    keep_metrics(ctx)
+
+
+def keep_metrics(ctx: RecordContext) -> None:
+    """Keep a metrics record; its long strings (configs) are shared between compiles."""
+    event = ctx.keep_event(into="metrics")
+    if isinstance(event.metadata, dict):
+        share = ctx.builder.share
+        for key, value in event.metadata.items():
+            if isinstance(value, str) and len(value) > 64:
+                event.metadata[key] = share(value)
 
 
 @handles("link")
@@ -162,8 +172,13 @@ def dump_file(ctx: RecordContext) -> None:
 @handles("chromium_event")
 def chromium_event(ctx: RecordContext) -> None:
     ctx.consumed_payload = True  # chromium payloads never go to payloads/
+    text = ctx.payload or ""
+    if ctx.record.md5_ok and ctx.builder.trace.year is not None:
+        # an intact payload is the JSON torch wrote (indent=0): newlines only separate tokens
+        ctx.builder.add_chromium_json(text.replace("\n", ""))
+        return
     try:
-        event = json.loads(ctx.payload or "")
+        event = json.loads(text)
     except ValueError:
         ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
         return

@@ -67,6 +67,7 @@ class Record:
     payload_lines: int = 0
     md5_ok: bool = True
     other_rank: bool = False  # skipped by the rank filter; kept only for raw.jsonl
+    json_text: str = ""  # the envelope as logged (raw.jsonl reuses it without re-encoding)
 
     @property
     def metadata(self) -> Any:
@@ -166,6 +167,7 @@ class RecordReader:
                 stats.skip("not_object", lineno, json_text)
                 continue
             record = self._make_record(lineno, match, envelope)
+            record.json_text = json_text
             if "has_payload" in envelope:
                 pending = self._read_payload(record, numbered)
             if record.event_type == "str":
