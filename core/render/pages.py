@@ -164,6 +164,7 @@ class ReportRenderer:
             if len(frame_pages) <= MAX_FRAMES_IN_NAV:  # else only the index: nav stays small
                 entries += [{pg.title: f"{p}{pg.path}"} for pg in frame_pages]
             tree.nav.append({"Frames": entries})
+        _extra_pages().extend_tree(self, tree)  # provenance, kernel traces, draft-export report
         return tree
 
     def frames_index(self) -> Page:
@@ -208,6 +209,7 @@ class ReportRenderer:
             "status": self.status,
             "function_of": self.function_of,
             "notes": trace.notes,
+            "export_lead": _extra_pages().export_lead(self),
         }
         return Page("index.md", render_markdown("overview.md", **context), "Overview")
 
@@ -245,6 +247,7 @@ class ReportRenderer:
             "symbolic": [self._symbolic_row(e) for e in unit.events if _is_symbolic(e)],
             "other_events": [_event_row(e) for e in unit.events if not _is_symbolic(e)],
             "event_counts": sorted(unit.event_counts.items()),
+            "provenance_links": _extra_pages().unit_links(self, unit),
             "metrics_tables": [
                 {"title": _metrics_title(m), "rows": _metrics_rows(m)} for m in unit.metrics
             ],
@@ -438,6 +441,12 @@ class ReportRenderer:
             "value": "" if value is None else str(value),
             "user": user[-1].describe() if user else "",
         }
+
+
+def _extra_pages() -> Any:
+    from . import extra_pages  # imported late: extra_pages imports this module
+
+    return extra_pages
 
 
 def _frame_slug(frame: views.FrameCompiles) -> str:
