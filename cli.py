@@ -66,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument(
         "-e", "--export", action="store_true", default=None, help="draft-export report mode"
     )
+    build.add_argument(
+        "-i",
+        "--inductor-provenance",
+        action="store_true",
+        help="accepted for tlparse users: provenance pages are always built when logged",
+    )
     return parser
 
 
