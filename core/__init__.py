@@ -16,6 +16,7 @@ from typing import BinaryIO
 from .builder import build_trace
 from .compile_id import CompileId
 from .model import Artifact, CompileUnit, Event, Trace
+from .records import CHUNK
 from .source import InputError, LogSource, ResolvedInput, resolve_input
 from .stats import ParseStats
 from .store import PayloadStore
@@ -59,15 +60,11 @@ def load_source(
     return trace
 
 
-def _counted(stream: BinaryIO, on_bytes: ProgressCallback, every: int = 1 << 20) -> Iterator[bytes]:
-    pending = 0
-    for line in stream:
-        pending += len(line)
-        if pending >= every:
-            on_bytes(pending)
-            pending = 0
-        yield line
-    on_bytes(pending)
+def _counted(stream: BinaryIO, on_bytes: ProgressCallback) -> Iterator[bytes]:
+    """The stream's bytes in chunks, reporting each chunk's size."""
+    while chunk := stream.read(CHUNK):
+        on_bytes(len(chunk))
+        yield chunk
 
 
 def load(

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from .compile_id import CompileId
 from .frames import InternTable
@@ -90,19 +90,23 @@ def event_type_of(envelope: dict[str, Any]) -> str:
     return ""
 
 
-def _strip_eol(raw: bytes) -> bytes:
-    if raw.endswith(b"\n"):
-        raw = raw[:-1]
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
-    return raw
+CHUNK = 4 << 20
+# The end of a run of payload lines: a newline not followed by the payload TAB.
+_PAYLOAD_END = re.compile(rb"\n(?!\t)")
 
 
-def _join_payload(parts: list[bytes]) -> bytes:
-    """Join raw payload lines (each ``\\t<text>\\n``) into the payload text's bytes."""
-    data = b"".join(parts)
+def _payload_lines(data: bytes) -> list[bytes]:
+    """Split joined raw payload lines (``\\t<text>\\n`` each) into their texts."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [line[:-1][1:] if line.endswith(b"\r") else line[1:] for line in lines]
+
+
+def _join_payload(data: bytes) -> bytes:
+    """The payload's bytes from its raw lines joined together."""
     if b"\r" in data:  # CRLF (or stray CR) line ends: take the careful path
-        return b"\n".join(_strip_eol(p)[1:] for p in parts)
+        return b"\n".join(_payload_lines(data))
     data = data[1:].replace(b"\n\t", b"\n")
     return data[:-1] if data.endswith(b"\n") else data
 
@@ -119,31 +123,100 @@ def _payload_linenos(header: int, count: int, blank_lines: list[int]) -> list[in
     return numbers
 
 
-class RecordReader:
-    """Iterate the records of one log, keeping the intern table and parse stats up to date."""
+def _chunks(source: Iterable[bytes] | BinaryIO) -> Iterator[bytes]:
+    """Big chunks from a binary stream; any other iterable of bytes is taken as it comes."""
+    read = getattr(source, "read", None)
+    if read is None:
+        yield from source  # type: ignore[misc]
+        return
+    while chunk := read(CHUNK):
+        yield chunk
 
-    def __init__(self, lines: Iterable[bytes], stats: ParseStats) -> None:
-        self._lines = lines
+
+class RecordReader:
+    """Iterate the records of one log, keeping the intern table and parse stats up to date.
+
+    It works on a byte buffer rather than line by line: runs of payload lines (most of a
+    trace) are found with one regular-expression search and joined with one replace.
+    """
+
+    def __init__(self, source: Iterable[bytes] | BinaryIO, stats: ParseStats) -> None:
+        self._chunks = _chunks(source)
         self.stats = stats
         self.strings = InternTable()
         self.expected_rank: int | None = None
+        self._buf = b""
+        self._pos = 0
+        self._eof = False
+        self._lineno = 0  # number of physical lines consumed so far
 
+    # -- the buffer ----------------------------------------------------------------------------
+    def _fill(self) -> bool:
+        """Append the next chunk (dropping what was consumed); False at the end of input."""
+        if self._eof:
+            return False
+        chunk = next(self._chunks, None)
+        if not chunk:
+            if chunk is None:
+                self._eof = True
+                return False
+            return True
+        self._buf = self._buf[self._pos :] + chunk
+        self._pos = 0
+        return True
+
+    def _next_line(self) -> bytes | None:
+        """The next physical line without its newline, or None at the end of input."""
+        while True:
+            newline = self._buf.find(b"\n", self._pos)
+            if newline >= 0:
+                line = self._buf[self._pos : newline]
+                self._pos = newline + 1
+                self._lineno += 1
+                return line
+            if not self._fill():
+                if self._pos < len(self._buf):
+                    line = self._buf[self._pos :]
+                    self._pos = len(self._buf)
+                    self._lineno += 1
+                    return line
+                return None
+
+    def _peek(self) -> bytes:
+        """The next byte (b"" at the end of input)."""
+        while self._pos >= len(self._buf):
+            if not self._fill():
+                return b""
+        return self._buf[self._pos : self._pos + 1]
+
+    def _take_payload_run(self) -> bytes:
+        """Consume consecutive lines that start with a TAB and return them, raw."""
+        while True:
+            match = _PAYLOAD_END.search(self._buf, self._pos)
+            if match is not None and match.end() < len(self._buf):
+                end = match.end()
+                break
+            if match is not None and self._eof:
+                end = match.end()
+                break
+            if not self._fill():
+                end = len(self._buf) if match is None else match.end()
+                break
+        run = self._buf[self._pos : end]
+        self._pos = end
+        self._lineno += run.count(b"\n") + (0 if run.endswith(b"\n") else 1)
+        return run
+
+    # -- records -------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Record]:
         stats = self.stats
-        numbered = enumerate(self._lines, 1)
-        pending: tuple[int, bytes] | None = None
-        lineno = 0
         while True:
-            if pending is not None:
-                lineno, raw = pending
-                pending = None
-            else:
-                item = next(numbered, None)
-                if item is None:
-                    break
-                lineno, raw = item
-                stats.total_lines = lineno
-            raw = _strip_eol(raw)
+            raw = self._next_line()
+            if raw is None:
+                break
+            lineno = self._lineno
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
             if not raw:
                 stats.read("blank")
                 continue
@@ -169,7 +242,7 @@ class RecordReader:
             record = self._make_record(lineno, match, envelope)
             record.json_text = json_text
             if "has_payload" in envelope:
-                pending = self._read_payload(record, numbered)
+                self._read_payload(record)
             if record.event_type == "str":
                 if self.strings.define(envelope["str"]):
                     stats.read("interned")
@@ -188,6 +261,7 @@ class RecordReader:
             stats.read("record")
             stats.read("payload", record.payload_lines)
             yield record
+        stats.total_lines = self._lineno
 
     def _make_record(self, lineno: int, match: re.Match[str], envelope: dict) -> Record:
         header = Header(
@@ -219,48 +293,46 @@ class RecordReader:
             compile_id=compile_id,
         )
 
-    def _read_payload(
-        self, record: Record, numbered: Iterator[tuple[int, bytes]]
-    ) -> tuple[int, bytes] | None:
-        """Consume the TAB lines after a header; return the first line that is not one.
-
-        This loop runs once per payload line, most of a trace, so it does as little as it
-        can per line: the tab prefixes and line ends are removed in one pass over the joined
-        bytes afterwards.
-        """
-        parts: list[bytes] = []
-        append = parts.append
+    def _read_payload(self, record: Record) -> None:
+        """Consume the TAB lines after a header (blank lines between them are dropped)."""
+        runs: list[bytes] = []
         blank_lines: list[int] = []
-        pending = None
-        lineno = record.line
-        for lineno, raw in numbered:
-            if raw.startswith(b"\t"):
-                append(raw)
-            elif raw == b"\n" or raw == b"\r\n" or not raw:
-                blank_lines.append(lineno)  # blank lines are dropped wherever they are
+        while True:
+            head = self._peek()
+            if head == b"\t":
+                runs.append(self._take_payload_run())
+            elif head in (b"\n", b"\r") and self._blank_line_follows():
+                self._next_line()
+                blank_lines.append(self._lineno)
             else:
-                pending = (lineno, raw)
                 break
-        self.stats.total_lines = max(self.stats.total_lines, lineno)
         self.stats.read("blank", len(blank_lines))
-        data = _join_payload(parts)
+        data = b"".join(runs)
+        payload = _join_payload(data)
+        count = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
         try:
-            text = data.decode("utf-8")
+            text = payload.decode("utf-8")
         except UnicodeDecodeError:
-            linenos = _payload_linenos(record.line, len(parts), blank_lines)
-            text, dropped = self._drop_undecodable([_strip_eol(p)[1:] for p in parts], linenos)
-            data = text.encode("utf-8")
-            record.payload_lines = len(parts) - dropped
-        else:
-            record.payload_lines = len(parts)
-        digest = hashlib.md5(data).hexdigest()
+            linenos = _payload_linenos(record.line, count, blank_lines)
+            text, dropped = self._drop_undecodable(_payload_lines(data), linenos)
+            payload = text.encode("utf-8")
+            count -= dropped
+        record.payload_lines = count
+        digest = hashlib.md5(payload).hexdigest()
         record.payload = text
         record.payload_md5 = digest
         declared = record.envelope.get("has_payload")
         if declared != digest:
             record.md5_ok = False
             self.stats.find("md5_mismatch", record.line, f"declared {declared!r}, got {digest}")
-        return pending
+
+    def _blank_line_follows(self) -> bool:
+        """True when the next line is empty (``\\n`` or ``\\r\\n``)."""
+        if self._buf[self._pos : self._pos + 1] == b"\n":
+            return True
+        while len(self._buf) - self._pos < 2 and self._fill():
+            pass
+        return self._buf[self._pos : self._pos + 2] == b"\r\n"
 
     def _drop_undecodable(self, parts: list[bytes], linenos: list[int]) -> tuple[str, int]:
         """Skip payload lines that are not UTF-8 (as tlparse does), counting each one."""
