@@ -17,8 +17,12 @@ import webbrowser
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tlsite import __version__
+
+if TYPE_CHECKING:
+    from tlsite.core import LogSource
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 
@@ -130,7 +134,7 @@ def build(
     progress: bool = False,
 ) -> BuildOutcome:
     """Read, render and build into a temporary folder, then swap it in place of ``out``."""
-    from tlsite.core import load
+    from tlsite.core import load_source, resolve_input, select_log
     from tlsite.core.bundle import write_zip
     from tlsite.mkdocs_plugin.build import build_report
 
@@ -139,20 +143,15 @@ def build(
     started = time.perf_counter()
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    with Progress(enabled=progress) as bar:
-        trace = load(
-            path,
-            latest=latest,
-            rank=rank,
-            export_mode=export_mode,
-            on_start=lambda log: bar.stage(f"Reading {log.display_name}", log.size_hint),
-            on_bytes=bar.advance,
-        )
-        raw = _raw_log_reader(path, latest=latest, rank=rank)
+    with Progress(enabled=progress) as bar, resolve_input(path, latest=latest) as resolved:
+        log = select_log(resolved, rank, path)
+        bar.stage(f"Reading {log.display_name}", log.size_hint)
+        trace = load_source(log, export_mode=export_mode, on_bytes=bar.advance)
+        trace.notes.extend(resolved.notes)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
         try:
             bar.stage("Writing pages")
-            build_report(trace, staging / "site", raw_log=raw, on_page=bar.advance)
+            build_report(trace, staging / "site", raw_log=lambda: _chunks(log), on_page=bar.advance)
             _swap_into_place(staging / "site", out)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -173,18 +172,11 @@ def build(
     )
 
 
-def _raw_log_reader(path: str, *, latest: bool, rank: int | None):
-    """Re-open the chosen log for ``raw.log`` (the decompressed text of the input)."""
-    from tlsite.core import resolve_input
-
-    def chunks() -> Iterator[bytes]:
-        with resolve_input(path, latest=latest) as resolved:
-            logs = [log for log in resolved.logs if rank is None or log.rank == rank]
-            with logs[0].open() as stream:
-                while chunk := stream.read(1 << 20):
-                    yield chunk
-
-    return chunks
+def _chunks(log: LogSource) -> Iterator[bytes]:
+    """The chosen log's bytes (decompressed), for ``raw.log``."""
+    with log.open() as stream:
+        while chunk := stream.read(1 << 20):
+            yield chunk
 
 
 def _swap_into_place(built: Path, out: Path) -> None:

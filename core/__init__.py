@@ -35,6 +35,7 @@ __all__ = [
     "load",
     "load_source",
     "resolve_input",
+    "select_log",
 ]
 
 
@@ -67,6 +68,18 @@ def _counted(stream: BinaryIO, on_bytes: ProgressCallback) -> Iterator[bytes]:
         yield chunk
 
 
+def select_log(
+    resolved: ResolvedInput, rank: int | None, path: str | os.PathLike[str]
+) -> LogSource:
+    """The log to read: the one given, or for rank logs ``rank`` (default: the lowest)."""
+    logs = resolved.logs
+    if rank is not None:
+        logs = [log for log in logs if log.rank == rank]
+        if not logs:
+            raise InputError(f"{os.fspath(path)}: no log for rank {rank}")
+    return logs[0]
+
+
 def load(
     path: str | os.PathLike[str],
     *,
@@ -82,21 +95,12 @@ def load(
     For a directory of rank logs, ``rank`` picks one (default: the lowest rank).
     ``on_start`` is told which log is read; ``on_bytes`` reports progress through it.
     """
-    resolved = resolve_input(path, latest=latest)
-    logs = resolved.logs
-    if rank is not None:
-        logs = [log for log in logs if log.rank == rank]
-        if not logs:
-            raise InputError(f"{os.fspath(path)}: no log for rank {rank}")
-    if on_start is not None:
-        on_start(logs[0])
-    trace = load_source(logs[0], store=store, export_mode=export_mode, on_bytes=on_bytes)
-    trace.notes.extend(resolved.notes)
-    if resolved.is_multi_rank and len(resolved.logs) > 1 and rank is None:
-        trace.notes.append(
-            f"{len(resolved.logs)} rank logs found; this report shows rank "
-            f"{logs[0].rank} only (multi-rank reports are not built yet)"
-        )
+    with resolve_input(path, latest=latest) as resolved:
+        log = select_log(resolved, rank, path)
+        if on_start is not None:
+            on_start(log)
+        trace = load_source(log, store=store, export_mode=export_mode, on_bytes=on_bytes)
+        trace.notes.extend(resolved.notes)
     return trace
 
 

@@ -112,12 +112,6 @@ def test_missing_path_is_one_line(tmp_path: Path, cwd: Path) -> None:
     assert list(cwd.iterdir()) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.build() reads standard input twice: load('-') consumes it, then "
-    "_raw_log_reader() re-resolves '-' to write raw.log and finds it empty, so "
-    "`tlsite build -` always fails with exit 1 '<stdin>: empty file'",
-)
 def test_build_from_standard_input(tmp_path: Path, cwd: Path) -> None:
     out = tmp_path / "report"
     example = PROJECT_ROOT / "core" / "examples" / "example.log"

@@ -717,13 +717,6 @@ def test_search_finds_triton_kernels(sites: SiteCache) -> None:
         assert missing == [], f"{trace_id(trace)}: {missing}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compile_unit.md renders {{ m.stack_block(...) }}: with autoescape off the macro "
-    "returns a plain str, which _md_finalize Markdown-escapes, so every compile-id page with a "
-    'dynamo_start stack shows the raw source \'<details class="tlsite-stack"><summary>Stack '
-    "that triggered this compile ...' as text instead of a collapsible list of frames",
-)
 def test_compile_id_page_shows_its_stack_as_a_list(sites: SiteCache) -> None:
     page = sites.get(EXAMPLE).page("-_0_0_0/index.html")
     text = article_text(page)
@@ -734,12 +727,6 @@ def test_compile_id_page_shows_its_stack_as_a_list(sites: SiteCache) -> None:
     assert "example.py:27" in visible_text(stack.group(1))  # forward, where [0/0] starts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="health.md writes the source name as `{{ stats.source }}`: the Markdown-escaped "
-    "value lands inside a code span, so the Parse health page shows 'example\\.log' with a "
-    "literal backslash instead of 'example.log'",
-)
 def test_health_page_names_the_trace_file(sites: SiteCache) -> None:
     text = article_text(sites.get(EXAMPLE).page("health.html"))
     assert "Every line of example.log is accounted for" in text
