@@ -195,6 +195,8 @@ def _recompile(trace: Trace, unit: CompileUnit, previous: CompileUnit) -> Recomp
     reason = unit.metric("recompile_reason") or (reasons[0] if reasons else "")
     before = guard_lines(trace, previous)
     after = guard_lines(trace, unit)
+    if not before or not after:  # a failed compile has no guards: a diff would mislead
+        return Recompile(unit, previous, str(reason), reasons, [])
     diff = list(
         difflib.unified_diff(
             before, after, f"guards {previous.display}", f"guards {unit.display}", n=1, lineterm=""
