@@ -118,11 +118,17 @@
     });
   }
 
+  /* Where a row is inside its pane's scrolled content (whatever the offsetParent is). */
+  function rowTop(pane, row) {
+    return row.getBoundingClientRect().top - pane.body.getBoundingClientRect().top +
+      pane.body.scrollTop - pane.body.clientTop;
+  }
+
   /* Scroll a pane so `line` sits in the middle (smoothly unless `instant`). */
   function centre(pane, line, instant) {
     var row = pane.rows[line];
     if (!row || !pane.body) return;
-    var top = row.offsetTop - (pane.body.clientHeight - row.offsetHeight) / 2;
+    var top = rowTop(pane, row) - (pane.body.clientHeight - row.offsetHeight) / 2;
     var options = { top: Math.max(0, top), behavior: instant ? "auto" : "smooth" };
     if (typeof pane.body.scrollTo === "function") pane.body.scrollTo(options);
     else pane.body.scrollTop = options.top;
@@ -259,7 +265,7 @@
     if (cpp) {
       for (var i = 1; i < panes.code.rows.length; i++) {
         if (panes.code.rows[i].textContent.indexOf("AOTInductorModel::run_impl(") >= 0) {
-          panes.code.body.scrollTop = panes.code.rows[i].offsetTop;
+          panes.code.body.scrollTop = rowTop(panes.code, panes.code.rows[i]);
           break;
         }
       }
@@ -278,8 +284,11 @@
     var start = null;
 
     function freeze() {
-      root.querySelectorAll(".tlsite-prov-pane").forEach(function (pane) {
-        pane.style.flexGrow = String(pane.getBoundingClientRect().width);
+      // measure every pane before changing any: each change re-lays out the others
+      var panes = Array.prototype.slice.call(root.querySelectorAll(".tlsite-prov-pane"));
+      var widths = panes.map(function (pane) { return pane.getBoundingClientRect().width; });
+      panes.forEach(function (pane, i) {
+        pane.style.flexGrow = String(widths[i]);
         pane.style.flexBasis = "0px";
       });
     }
