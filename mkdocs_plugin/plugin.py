@@ -23,7 +23,7 @@ from mkdocs.structure.files import File, Files
 from tlsite.core import load
 from tlsite.core.model import Trace
 from tlsite.core.render.compat import CompatWriter
-from tlsite.core.render.highlight import Highlighter
+from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.pages import CODE_PLACEHOLDER, Page, SiteTree, render_tree
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
@@ -103,7 +103,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             files.append(File.generated(config, uri, content=page.markdown))
             self._page_of_uri[uri] = page
             for block in page.blocks.values():
-                self._highlighter.submit(block)
+                if isinstance(block, CodeBlock):
+                    self._highlighter.submit(block)
         return files
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
@@ -114,7 +115,10 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if generated is None or not generated.blocks or self._highlighter is None:
             return output
         for token, block in generated.blocks.items():
-            html = self._highlighter.html(block.key, token)
+            if isinstance(block, CodeBlock):
+                html = self._highlighter.html(block.key, token)
+            else:
+                html = block.html()
             output = output.replace(CODE_PLACEHOLDER.format(token=token), html, 1)
         return output
 

@@ -20,6 +20,7 @@ from ..analysis import views
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..stats import FINDING_REASONS, SKIP_REASONS
+from ..store import read_slice
 from .compat import kernel_stack_traces, pretty_json
 from .escape import fence
 from .highlight import CodeBlock, effective_lang, read_block_text
@@ -48,6 +49,22 @@ _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)"
 CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
 
 
+@dataclass(frozen=True)
+class HtmlBlock:
+    """Pre-rendered HTML (a big table) kept in the payload store, inserted after conversion.
+
+    Python-Markdown is slow on large escaped tables; HTML rendered by a template goes
+    straight into the page instead, and is not parsed again by the search plugin.
+    """
+
+    pack: str
+    offset: int
+    size: int
+
+    def html(self) -> str:
+        return read_slice(self.pack, self.offset, self.size).decode("utf-8")
+
+
 @dataclass
 class Page:
     """One generated Markdown page.
@@ -60,13 +77,16 @@ class Page:
     path: str  # relative to the docs root, e.g. "-_0_0_0/index.md"
     markdown: str
     title: str
-    blocks: dict[str, CodeBlock] = field(default_factory=dict)
+    blocks: dict[str, CodeBlock | HtmlBlock] = field(default_factory=dict)
 
     def standalone_markdown(self) -> str:
         text = self.markdown
         for token, block in self.blocks.items():
-            code = fence(read_block_text(block), effective_lang_of(block))
-            text = text.replace(CODE_PLACEHOLDER.format(token=token), code)
+            if isinstance(block, HtmlBlock):
+                content = block.html()
+            else:
+                content = fence(read_block_text(block), effective_lang_of(block))
+            text = text.replace(CODE_PLACEHOLDER.format(token=token), content)
         return text
 
 
@@ -222,7 +242,7 @@ class ReportRenderer:
             position = index + 1
             previous = frame.units[index - 1] if index > 0 else None
             following = frame.units[index + 1] if index + 1 < len(frame.units) else None
-        blocks: dict[str, CodeBlock] = {}
+        blocks: dict[str, CodeBlock | HtmlBlock] = {}
         failures = [f for f in self.failures if f.unit is unit and not f.is_restart]
         restart_reasons = [f.description for f in self.failures if f.unit is unit and f.is_restart]
         status = self.status(unit)
@@ -249,7 +269,8 @@ class ReportRenderer:
             "event_counts": sorted(unit.event_counts.items()),
             "provenance_links": _extra_pages().unit_links(self, unit),
             "metrics_tables": [
-                {"title": _metrics_title(m), "rows": _metrics_rows(m)} for m in unit.metrics
+                self._metrics_table(m, f"metrics-{index}", blocks)
+                for index, m in enumerate(unit.metrics)
             ],
         }
         title = f"{unit.display} {context['function']}".strip()
@@ -417,6 +438,22 @@ class ReportRenderer:
         view["block"] = Markup(CODE_PLACEHOLDER.format(token=token))
         view["open"] = artifact.kind in OPEN_KINDS and lines <= OPEN_LINE_LIMIT
         return view
+
+    def _html_block(self, token: str, html: str, blocks: dict) -> Markup:
+        """Keep ``html`` in the store; the page gets a placeholder for it."""
+        store = self.trace.store
+        ref = store.put(html)
+        blocks[token] = HtmlBlock(str(store.pack_path), ref.offset, ref.size)
+        return Markup(CODE_PLACEHOLDER.format(token=token))
+
+    def _metrics_table(self, event: Event, token: str, blocks: dict) -> dict[str, Any]:
+        rows = _metrics_rows(event)
+        html = render("metrics_table.html", rows=rows)
+        return {
+            "title": _metrics_title(event),
+            "count": len(rows),
+            "block": self._html_block(token, html, blocks),
+        }
 
     def _guards(self, unit: CompileUnit) -> list[str]:
         guards: list[str] = []
