@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from tlsite.core import load
 from tlsite.core.model import Trace
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
-from tlsite.core.render.pages import CODE_PLACEHOLDER, Page, SiteTree, render_tree
+from tlsite.core.render.pages import PLACEHOLDER_PATTERN, Page, SiteTree, render_tree
+
+from .csp import add_csp
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
 
@@ -113,14 +116,21 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             self._on_page()
         generated = self._page_of_uri.get(page.file.src_uri)
         if generated is None or not generated.blocks or self._highlighter is None:
-            return output
-        for token, block in generated.blocks.items():
+            return add_csp(output, page=page, config=config)
+        highlighter = self._highlighter
+        blocks = generated.blocks
+
+        def insert(match: re.Match[str]) -> str:
+            token = match.group(1)
+            block = blocks.get(token)
+            if block is None:
+                return match.group(0)
             if isinstance(block, CodeBlock):
-                html = self._highlighter.html(block.key, token)
-            else:
-                html = block.html()
-            output = output.replace(CODE_PLACEHOLDER.format(token=token), html, 1)
-        return output
+                return highlighter.html(block.key, token)
+            return block.html()
+
+        # one pass over the page: replacing block by block copies a big page once per block
+        return add_csp(PLACEHOLDER_PATTERN.sub(insert, output), page=page, config=config)
 
     @event_priority(-50)
     def on_post_build(self, *, config: MkDocsConfig) -> None:

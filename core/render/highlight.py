@@ -15,14 +15,18 @@ from __future__ import annotations
 import hashlib
 import html
 import os
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..store import read_slice
+from . import fastlex
 
-#: Above this many characters a block is shown as plain text: Pygments is slow on big inputs.
-HIGHLIGHT_LIMIT = 200_000
+#: Up to this many characters a block is highlighted by Pygments (about 1 MB/s)...
+PYGMENTS_LIMIT = 64_000
+#: ...up to this many by the fast regular-expression lexer; above it, plain text.
+HIGHLIGHT_LIMIT = 8_000_000
 #: Marker replaced by the block's id when the cached HTML is inserted into a page.
 BLOCK_ID = "@@BLOCK@@"
 
@@ -60,7 +64,12 @@ def highlight_html(text: str, lang: str) -> str:
     lang = effective_lang(text, lang)
     if text.endswith("\n"):
         text = text[:-1]
-    body = _plain_lines(text) if lang == "text" else _pygments_lines(text, lang)
+    if lang == "text":
+        body = _plain_lines(text)
+    elif len(text) > PYGMENTS_LIMIT and fastlex.supports(lang):
+        body = _token_lines(fastlex.tokens(text, lang))
+    else:
+        body = _pygments_lines(text, lang)
     return (
         f'<div class="language-{lang} highlight"><pre><span></span><code>{body}</code></pre></div>'
     )
@@ -90,6 +99,21 @@ def _pygments_lines(text: str, lang: str) -> str:
         lexer = get_lexer_by_name(lang, stripnl=False, ensurenl=False)
     except ClassNotFound:
         return _plain_lines(text)
+
+    def classified() -> Iterator[tuple[str | None, str]]:
+        for token_type, value in lex(text, lexer):
+            ttype = token_type
+            css = STANDARD_TYPES.get(ttype)
+            while not css and ttype is not Token:
+                ttype = ttype.parent
+                css = STANDARD_TYPES.get(ttype)
+            yield css or None, value
+
+    return _token_lines(classified())
+
+
+def _token_lines(pieces: Iterable[tuple[str | None, str]]) -> str:
+    """One span per line from (css class, text) pieces; runs of one class share a span."""
     lines: list[str] = []
     current: list[str] = []
     run_css: str | None = None
@@ -101,12 +125,7 @@ def _pygments_lines(text: str, lang: str) -> str:
             current.append(f'<span class="{run_css}">{escaped}</span>' if run_css else escaped)
             run.clear()
 
-    for token_type, value in lex(text, lexer):
-        ttype = token_type
-        css = STANDARD_TYPES.get(ttype)
-        while not css and ttype is not Token:
-            ttype = ttype.parent
-            css = STANDARD_TYPES.get(ttype)
+    for css, value in pieces:
         for index, part in enumerate(value.split("\n")):
             if index:
                 flush()
@@ -115,7 +134,7 @@ def _pygments_lines(text: str, lang: str) -> str:
             if part:
                 if css != run_css:
                     flush()
-                    run_css = css or None
+                    run_css = css
                 run.append(part)
     flush()
     lines.append("".join(current))

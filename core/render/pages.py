@@ -47,6 +47,7 @@ _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)"
 
 
 CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
+PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-code:([A-Za-z0-9_-]+)-->")
 
 
 @dataclass(frozen=True)
