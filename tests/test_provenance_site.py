@@ -24,6 +24,7 @@ from tlsite.cli import build, main
 from tlsite.core import Trace, load
 from tlsite.core.analysis.provenance import MAP_NAMES, Provenance, node_name, provenances
 from tlsite.core.render.extra_pages import mappings_json
+from tlsite.core.render.pages import render_tree
 
 TORCH_213_PROVENANCE = sorted((TORCH_213 / "provenance").glob("*.log"))
 AOT_DEBUG_HANDLE = "inductor_provenance_aot_debug_handle_log.txt"
@@ -403,3 +404,14 @@ def test_cli_accepts_tlparses_provenance_flag(tmp_path: Path) -> None:
     args = ["build", str(tlparse_input("inductor_provenance_jit_log.txt")), "-i", "-o", str(out)]
     assert main([*args, "--no-zip", "--no-browser", "--quiet"]) == 0
     assert (out / "provenance_tracking_-_0_0_0.html").is_file()
+
+
+def test_pages_under_a_prefix_find_the_theme_assets_at_the_site_root() -> None:
+    """Embedded in another site (``prefix``), the page's own script and CSS paths go up."""
+    trace = load(tlparse_input("inductor_provenance_jit_log.txt"))
+    tree = render_tree(trace, prefix="report/")
+    page = next(p for p in tree.pages if p.path == "provenance_tracking_-_0_0_0.md")
+    assert '<script src="../assets/tlsite/provenance.js">' in page.markdown
+    assert 'href="../assets/tlsite/provenance.css"' in page.markdown
+    section = next(entry["Provenance"] for entry in tree.nav if "Provenance" in entry)
+    assert {"[0/0]": "report/provenance_tracking_-_0_0_0.md"} in section
