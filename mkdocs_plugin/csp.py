@@ -1,0 +1,129 @@
+"""A Content-Security-Policy for every report page, so that no script from a trace can run.
+
+Trace text is escaped before it reaches a page, but a report is opened by people who did not
+write the trace, so a second line of defence is worth having: a policy that lets the browser run
+only the theme's own scripts. Inline event handlers (``onerror=``), ``javascript:`` URLs and any
+``<script>`` that escaping let through are refused by the browser.
+
+MkDocs pages are static, so the policy is a ``<meta http-equiv>`` tag with the SHA-256 of each
+*trusted* inline script. Hashing every inline script of the finished page would also trust one
+injected from a trace, so the trusted scripts are found independently of the page: they are the
+ones Material renders from its ``partials/javascripts/*.html`` templates, rendered again here
+with the page's ``base_url``. A script on the page whose text is not one of those gets no hash.
+
+The theme override (``themes/material/main.html``) puts :data:`MARKER` first in ``<head>``,
+before any script; :func:`add_csp` replaces it. Pages without the marker are left unchanged.
+
+``'self'`` covers the site's own script files; Chromium matches it for ``file:`` pages too, so
+the report still works when opened from disk (the browser tests check this).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from mkdocs.utils import get_relative_url
+
+#: What ``main.html`` writes where the policy goes (first in ``<head>``, before any script).
+MARKER = "<!--tlsite:csp-->"
+
+#: The parts of the policy that do not depend on the page. Styles stay inline-capable: Material
+#: and the report's charts use style attributes, and styles cannot run script.
+BASE_POLICY = (
+    "default-src 'self'",
+    "img-src 'self' data:",
+    "style-src 'self' 'unsafe-inline'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+)
+
+# Script elements as the HTML parser sees them: the content ends at the first "</script".
+_SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
+_SRC_ATTR = re.compile(r"\ssrc\s*=", re.IGNORECASE)
+_TYPE_ATTR = re.compile(r"""\stype\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
+_SCRIPT_TYPES = ("", "text/javascript", "application/javascript", "module")
+_PARTIALS = "partials/javascripts"
+
+
+def sha256_source(script: str) -> str:
+    """The CSP hash source of an inline script's text, e.g. ``'sha256-…='``."""
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def inline_scripts(html: str) -> list[str]:
+    """The text of every inline script the browser would run (no ``src``, a script type)."""
+    found = []
+    for match in _SCRIPT.finditer(html):
+        attrs, body = match.group(1), match.group(2)
+        if _SRC_ATTR.search(attrs):
+            continue
+        kind = _TYPE_ATTR.search(attrs)
+        if kind is not None and kind.group(1).lower() not in _SCRIPT_TYPES:
+            continue  # data blocks such as <script type="application/json"> never run
+        found.append(body)
+    return found
+
+
+def policy(script_hashes: list[str]) -> str:
+    """The full policy: the base directives and ``script-src 'self'`` plus the given hashes."""
+    script_src = " ".join(["script-src 'self'", *sorted(set(script_hashes))])
+    return "; ".join([BASE_POLICY[0], script_src, *BASE_POLICY[1:]])
+
+
+@functools.lru_cache(maxsize=64)
+def _trusted(dirs: tuple[str, ...], base_url: str, scope: str | None, features: tuple) -> frozenset:
+    """The inline scripts Material's ``partials/javascripts`` render to for this ``base_url``."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(list(dirs)), auto_reload=False)
+    names = sorted(
+        {
+            f"{_PARTIALS}/{path.name}"
+            for folder in dirs
+            for path in (Path(folder) / _PARTIALS).glob("*.html")
+        }
+    )
+    extra = {} if scope is None else {"scope": scope}  # `d(base_url)` needs it undefined
+    context = {"config": {"extra": extra}, "base_url": base_url, "features": features}
+    bodies: set[str] = set()
+    for name in names:
+        try:
+            rendered = env.get_template(name).render(**context)
+        except jinja2.TemplateError:
+            continue  # a partial that needs more context than ours is not trusted
+        bodies.update(inline_scripts(rendered))
+    return frozenset(bodies)
+
+
+def trusted_scripts(page_url: str, config: Any) -> frozenset:
+    """The theme's own inline scripts for a page at ``page_url`` (site-relative)."""
+    base_url = get_relative_url(".", page_url)
+    extra = config.get("extra") or {}
+    theme = config["theme"]
+    return _trusted(
+        tuple(str(d) for d in theme.dirs),
+        base_url,
+        extra.get("scope"),
+        tuple(theme.get("features") or ()),
+    )
+
+
+def add_csp(html: str, *, page: Any, config: Any) -> str:
+    """Replace :data:`MARKER` with the page's policy (pages without the marker are unchanged).
+
+    Only inline scripts that are also rendered by the theme's own templates get a hash.
+    """
+    at = html.find(MARKER)
+    if at < 0:
+        return html
+    trusted = trusted_scripts(page.url, config)
+    hashes = [sha256_source(body) for body in inline_scripts(html) if body in trusted]
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{policy(hashes)}">'
+    return html[:at] + meta + html[at + len(MARKER) :]
