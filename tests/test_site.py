@@ -389,12 +389,12 @@ def test_code_blocks_use_the_right_lexer(built: BuiltSite) -> None:
         if a.page not in sections:
             sections[a.page] = artifact_sections(built.page(a.page))
         section = sections[a.page][a.number]
-        langs = re.findall(r'<div class="language-([\w+-]+) highlight">', section)
+        langs = re.findall(r'<div class="language-([\w+-]+) highlight[" ]', section)
         assert langs == [lang], f"{a.page} artifact {a.number} ({a.name}): {langs}, not {lang}"
 
 
 def test_code_lines_have_anchors(built: BuiltSite) -> None:
-    """Every line of a shown text artifact has its own ``__codelineno-`` anchor, ids unique."""
+    """Every line of a shown text artifact has its own ``artifact-N-L<line>`` anchor, ids unique."""
     checked = 0
     for page in sorted({a.page for a in artifacts_of(built.trace)}):
         page_html = built.page(page)
@@ -409,7 +409,7 @@ def test_code_lines_have_anchors(built: BuiltSite) -> None:
                 continue
             raw = (built.site / a.path).read_text(encoding="utf-8")
             lines = len(raw.removesuffix("\n").split("\n"))
-            anchors = re.findall(r'<a id="(__codelineno-[^"]+)"', sections[a.number])
+            anchors = re.findall(rf'<span id="(artifact-{a.number}-L\d+)"', sections[a.number])
             assert len(anchors) == lines, f"{page} artifact {a.number}: {len(anchors)}/{lines}"
             checked += 1
     if checked == 0:

@@ -110,17 +110,21 @@ def test_stack_trie_expands_on_click(browser_sites: SiteCache, open_site: SiteOp
     assert_clean(report)
 
 
+def _line_anchors(page_html: str, line: int) -> list[str]:
+    """The anchors of ``line`` in the page's artifact code blocks, in page order."""
+    anchors = re.findall(rf'<span id="(artifact-\d+-L{line})"', page_html)
+    assert anchors, f"no code block with {line} lines"
+    return anchors
+
+
 def _line_anchor(page_html: str, line: int) -> str:
     """The anchor of ``line`` in the last code block on the page that has that many lines."""
-    anchors = re.findall(rf'<a id="(__codelineno-[^"]+-{line})"', page_html)
-    assert anchors, f"no code block with {line} lines"
-    return anchors[-1]
+    return _line_anchors(page_html, line)[-1]
 
 
 def _line_in_view(page: Page, anchor: str) -> bool:
-    """The (empty) anchor is in the viewport and its line's text is shown there."""
-    span = anchor.replace("__codelineno-", "__span-")
-    if not page.locator(f"[id='{span}']").is_visible():
+    """The line's span is shown, with its top inside the viewport."""
+    if not page.locator(f"[id='{anchor}']").is_visible():
         return False
     return page.evaluate(
         """(id) => {
@@ -140,18 +144,17 @@ def test_code_line_anchor_scrolls_to_the_line(
     page, report = open_site(site.site / unit_page, fragment=anchor)
     assert page.evaluate("window.scrollY") > 0  # far down the page: the browser scrolled
     assert _line_in_view(page, anchor)
-    span = anchor.replace("__codelineno-", "__span-")
-    assert page.locator(f"[id='{span}']").inner_text().strip() != ""
+    assert page.locator(f"[id='{anchor}']").inner_text().strip() != ""
     assert_clean(report)
 
 
 def test_code_line_anchor_in_the_first_block(
     browser_sites: SiteCache, open_site: SiteOpener
 ) -> None:
-    """``#__codelineno-0-5``-style anchors of the first block work too."""
+    """The line anchors of the first code block on the page work too."""
     site = browser_sites.get(EXAMPLE)
     unit_page = busiest_unit_page(site)
-    anchors = re.findall(r'<a id="(__codelineno-[^"]+-5)"', site.page(unit_page))
+    anchors = _line_anchors(site.page(unit_page), 5)
     page, report = open_site(site.site / unit_page, fragment=anchors[0])
     assert page.evaluate("window.scrollY") > 0
     assert _line_in_view(page, anchors[0])

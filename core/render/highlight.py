@@ -71,16 +71,18 @@ def highlight_html(text: str, lang: str) -> str:
     else:
         body = _pygments_lines(text, lang)
     return (
-        f'<div class="language-{lang} highlight"><pre><span></span><code>{body}</code></pre></div>'
+        f'<div class="language-{lang} highlight tlsite-lines"><pre><span></span><code>{body}</code>'
+        "</pre></div>"
     )
 
 
 def _line(number: int, content: str) -> str:
-    anchor = f"__codelineno-{BLOCK_ID}-{number}"
-    return (
-        f'<span id="__span-{BLOCK_ID}-{number}"><a id="{anchor}" name="{anchor}" '
-        f'href="#{anchor}"></a>{content}\n</span>'
-    )
+    """One line of code: a span whose id is the line's anchor (``#<block>-L<number>``).
+
+    Line numbers are drawn by CSS counters (tlsite.css), so they cost no bytes and are not
+    copied with the code.
+    """
+    return f'<span id="{BLOCK_ID}-L{number}">{content}\n</span>'
 
 
 def _plain_lines(text: str) -> str:

@@ -57,6 +57,17 @@
     document.querySelectorAll("li.trie-node").forEach(bindNode);
   }
 
+  // Code lines (<span id="artifact-N-L5">) draw their number in a CSS ::before gutter;
+  // a click there puts the line's anchor in the address bar, ready to share.
+  document.addEventListener("click", function (event) {
+    var line = event.target.closest && event.target.closest(".tlsite-lines code > span[id]");
+    if (!line) return;
+    var gutter = parseFloat(getComputedStyle(line, "::before").width) || 0;
+    if (event.clientX - line.getBoundingClientRect().left > gutter) return;
+    history.replaceState(null, "", "#" + line.id);
+    line.scrollIntoView({ block: "nearest" });
+  });
+
   var documents = window.document$;
   if (documents && typeof documents.subscribe === "function") {
     documents.subscribe(bindAll); // emits for the first page too
