@@ -4,6 +4,11 @@ The same plugin serves ``tlsite build`` (which hands it an already loaded trace)
 who add ``- tlsite: {trace: path/to/trace.log}`` to their own ``mkdocs.yml``. Pages are
 generated in memory (``File.generated``); the tlparse-compatible files are written into the
 site folder after the build.
+
+Embedded in another site (``prefix: report``), the report's pages keep the ``page.html`` URLs
+they have in a standalone report whatever the site's ``use_directory_urls`` (their raw-HTML
+links and the tlparse files rely on them), its navigation becomes one section after the
+site's own pages, and the theme assets and Markdown extensions it needs are added.
 """
 
 from __future__ import annotations
@@ -19,15 +24,18 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import BasePlugin, event_priority
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.utils import nest_paths
 
-from tlsite.core import load
+from tlsite.core import ResolvedInput, load_source, resolve_input, select_log
 from tlsite.core.model import Trace
+from tlsite.core.redact import MODES, Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, Page, SiteTree, render_tree
 
 from .csp import add_csp
+from .site_config import ASSET_DIR, EXTRA_CSS, EXTRA_JS, THEME_DIR
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
 
@@ -41,7 +49,25 @@ class TlsiteConfig(base.Config):
     rank = c.Optional(c.Type(int))
     export = c.Optional(c.Type(bool))
     nav = c.Type(bool, default=True)
-    """Add the report's pages to the navigation (when the site has an explicit nav)."""
+    """Add the report's pages to the navigation."""
+    section = c.Type(str, default="Trace report")
+    """Title of the navigation section holding the report in a site with other pages."""
+    redact = c.Optional(c.Choice(MODES))
+    """``paths`` or ``code``: redact the trace as it is read (see ``tlsite build --redact``)."""
+    redact_prefixes = c.ListOfItems(c.Type(str), default=[])
+    """More path prefixes to replace with ``REDACTED`` when redacting."""
+
+
+#: Markdown extensions the report's pages use; added to an embedding site that lacks them.
+REQUIRED_EXTENSIONS = (
+    "admonition",
+    "attr_list",
+    "md_in_html",
+    "pymdownx.details",
+    "pymdownx.superfences",
+    "tables",
+    "toc",
+)
 
 
 class TlsitePlugin(BasePlugin[TlsiteConfig]):
@@ -61,20 +87,52 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self.compat_files: list[str] = []
         self._highlighter: Highlighter | None = None
         self._page_of_uri: dict[str, Page] = {}
+        self._config_dir = ""
+        self._embedded = False
+        self._auto_nav = False
+        self._resolved: ResolvedInput | None = None
 
     @property
     def trace(self) -> Trace:
         if self._trace is None:
-            path = self.config.trace
-            if not path:
-                raise ValueError("the tlsite plugin needs 'trace: <path of a TORCH_TRACE log>'")
-            self._trace = load(
-                path,
-                latest=self.config.latest,
-                rank=self.config.rank,
-                export_mode=self.config.export,
-            )
+            self._trace = self._load()
         return self._trace
+
+    def _trace_path(self) -> str:
+        """The configured trace, relative to ``mkdocs.yml`` (or else to the working folder)."""
+        path = os.path.expanduser(self.config.trace)
+        if not path:
+            raise ValueError("the tlsite plugin needs 'trace: <path of a TORCH_TRACE log>'")
+        beside_config = os.path.join(self._config_dir, path)
+        if self._config_dir and not os.path.isabs(path) and os.path.exists(beside_config):
+            return beside_config
+        return path
+
+    def _load(self) -> Trace:
+        """Read the configured trace, through the redactor when ``redact`` is set."""
+        path = self._trace_path()
+        redactor = None
+        if self.config.redact:
+            redactor = Redactor(self.config.redact, list(self.config.redact_prefixes))
+        resolved = resolve_input(path, latest=self.config.latest)
+        try:
+            log = select_log(resolved, self.config.rank, path)
+            if redactor is not None:
+                log = redacted_source(log, redactor)
+            trace = load_source(log, export_mode=self.config.export)
+        except BaseException:
+            resolved.close()
+            raise
+        if redactor is None:
+            trace.notes.extend(resolved.notes)
+            resolved.close()
+            return trace
+        trace.notes.extend(redactor.text(note) for note in resolved.notes)
+        trace.notes.append(redaction_note(redactor))
+        # raw.log must be the redacted log too; the log stays readable until the build ends
+        self._resolved = resolved
+        self._raw_log = lambda: _stream_chunks(log)
+        return trace
 
     @property
     def prefix(self) -> str:
@@ -82,32 +140,66 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         return f"{prefix}/" if prefix else ""
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+        self._config_dir = os.path.dirname(config.config_file_path or "")
         self.tree = render_tree(self.trace, prefix=self.prefix)
+        self._embedded = os.path.realpath(THEME_DIR) not in {
+            os.path.realpath(d) for d in config.theme.dirs
+        }
+        if self._embedded:
+            _add_report_needs(config)
         if self.config.nav:
-            report_nav = self.tree.nav
-            if self.prefix:
-                report_nav = [{"Trace report": report_nav}]
-            if config.nav is None:
-                config.nav = report_nav if not self.prefix else None
-            else:
-                config.nav = [*config.nav, *report_nav]
+            # without an explicit nav, MkDocs would list every report page: built in on_files
+            self._auto_nav = config.nav is None
+            if config.nav is not None:
+                config.nav = [*config.nav, *self._report_nav(wrap=bool(config.nav))]
         return config
+
+    def _report_nav(self, *, wrap: bool) -> list[Any]:
+        """The report's navigation, as one section when the site has other pages."""
+        assert self.tree is not None
+        if wrap or self.prefix:
+            return [{self.config.section: self.tree.nav}]
+        return list(self.tree.nav)
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         assert self.tree is not None
         # start highlighting every code block now, in worker processes, while MkDocs works
         self.trace.store.flush()  # the workers read code from the store's pack file
         self._highlighter = Highlighter(self.trace.store.spill_path("highlight"))
+        in_nav = set(_nav_paths(self.tree.nav))
         for page in self.tree.pages:
             uri = f"{self.prefix}{page.path}"
             existing = files.get_file_from_path(uri)
             if existing is not None:
                 files.remove(existing)
-            files.append(File.generated(config, uri, content=page.markdown))
+            # pages reached from index tables, not the nav, are meant to be outside it
+            inclusion = InclusionLevel.UNDEFINED if uri in in_nav else InclusionLevel.NOT_IN_NAV
+            generated = File.generated(config, uri, content=page.markdown, inclusion=inclusion)
+            # page.html, not page/index.html: raw-HTML links and the tlparse files expect it
+            generated.use_directory_urls = False
+            files.append(generated)
             self._page_of_uri[uri] = page
             for block in page.blocks.values():
                 if isinstance(block, CodeBlock):
                     self._highlighter.submit(block)
+        if self._embedded:
+            for asset in sorted((THEME_DIR / ASSET_DIR).iterdir()):
+                uri = f"{ASSET_DIR}/{asset.name}"
+                if asset.is_file() and files.get_file_from_path(uri) is None:
+                    files.append(File.generated(config, uri, abs_src_path=str(asset)))
+            # the tlparse files are written after the build; announce them so that the links
+            # to them validate (an empty placeholder is written first, then replaced)
+            for path in _compat_targets(self.trace):
+                uri = f"{self.prefix}{path}"
+                if files.get_file_from_path(uri) is None:
+                    files.append(File.generated(config, uri, content=b""))
+        if self._auto_nav:
+            own = [
+                f.src_uri
+                for f in files.documentation_pages()
+                if f.src_uri not in self._page_of_uri and f.inclusion.is_in_nav()
+            ]
+            config.nav = [*nest_paths(own), *self._report_nav(wrap=bool(own))]
         return files
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
@@ -136,8 +228,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         out = Path(config.site_dir) / self.prefix
         raw_log = self._raw_log
-        if raw_log is None and self.config.trace and os.path.isfile(self.config.trace):
-            path = self.config.trace
+        if raw_log is None and self.config.trace and os.path.isfile(self._trace_path()):
+            path = self._trace_path()
 
             def raw_log() -> Any:
                 return _chunks(path)
@@ -147,11 +239,56 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if self._highlighter is not None:
             self._highlighter.close()
             self._highlighter = None
+        self._close_input()
 
     def on_build_error(self, *, error: Exception) -> None:
         if self._highlighter is not None:
             self._highlighter.close()
             self._highlighter = None
+        self._close_input()
+
+    def _close_input(self) -> None:
+        if self._resolved is not None:
+            self._resolved.close()
+            self._resolved = None
+
+
+def _nav_paths(nav: Any) -> list[str]:
+    """Every page path in a nav structure (lists of ``{title: path or [children]}``)."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [p for value in nav.values() for p in _nav_paths(value)]
+    if isinstance(nav, list):
+        return [p for item in nav for p in _nav_paths(item)]
+    return []
+
+
+def _compat_targets(trace: Trace) -> list[str]:
+    """The files :class:`CompatWriter` writes that report pages link to."""
+    paths = ["raw.jsonl", "raw.log", "compile_directory.json", "chromium_events.json"]
+    for unit in trace.units.values():
+        for artifact in unit.artifacts:
+            paths.extend(p for p in (artifact.path, artifact.readable_path) if p)
+    paths.extend(f"payloads/{key}.txt" for key in trace.loose_payloads)
+    return paths
+
+
+def _add_report_needs(config: MkDocsConfig) -> None:
+    """Give an embedding site the Markdown extensions and theme files the report uses."""
+    for name in REQUIRED_EXTENSIONS:
+        if name not in config.markdown_extensions:
+            config.markdown_extensions.append(name)
+    if EXTRA_CSS not in config.extra_css:
+        config.extra_css.append(EXTRA_CSS)
+    if EXTRA_JS not in [str(script) for script in config.extra_javascript]:
+        config.extra_javascript.append(EXTRA_JS)  # type: ignore[arg-type]
+
+
+def _stream_chunks(log: Any) -> Any:
+    with log.open() as stream:
+        while chunk := stream.read(1 << 20):
+            yield chunk
 
 
 def _chunks(path: str) -> Any:
