@@ -1,0 +1,101 @@
+"""``tlsite markdown``: the report as plain files, for people who want the Markdown itself.
+
+The output folder is a ready MkDocs project::
+
+    DIR/mkdocs.yml      the offline configuration tlsite builds with (explicit nav)
+    DIR/overrides/      tlsite's template override for Material
+    DIR/docs/           every page as Markdown (code as fenced blocks), the theme's assets
+                        under assets/tlsite/, and the tlparse-compatible files (raw artifacts,
+                        payloads/, raw.jsonl, ...) the pages link to
+
+so ``mkdocs build -f DIR/mkdocs.yml`` (or ``properdocs build``) builds the same report without
+tlsite, and ``DIR/docs`` can be copied into another site's docs folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import yaml
+
+from tlsite.core.model import Trace
+from tlsite.core.render.compat import CompatWriter
+from tlsite.core.render.pages import render_tree
+
+from .site_config import ASSET_DIR, THEME_DIR, site_config
+
+DOCS = "docs"
+OVERRIDES = "overrides"
+
+
+def write_markdown_tree(
+    trace: Trace,
+    out: Path,
+    *,
+    raw_log: Callable[[], Iterator[bytes]] | None = None,
+    site_name: str | None = None,
+) -> list[str]:
+    """Write the project for ``trace`` into ``out`` (built in a staging folder, then swapped).
+
+    Returns the Markdown pages written, relative to ``out/docs``.
+    """
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        pages = _write(trace, staging, raw_log=raw_log, site_name=site_name)
+        old = None
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            os.replace(out, old)
+        os.replace(staging, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return pages
+
+
+def _write(
+    trace: Trace,
+    root: Path,
+    *,
+    raw_log: Callable[[], Iterator[bytes]] | None,
+    site_name: str | None,
+) -> list[str]:
+    docs = root / DOCS
+    tree = render_tree(trace)
+    written = []
+    for page in tree.pages:
+        dest = docs / page.path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(page.standalone_markdown(), encoding="utf-8")
+        written.append(page.path)
+    # the pages refer to the theme's scripts and styles at assets/tlsite/ from the docs root
+    shutil.copytree(THEME_DIR / ASSET_DIR, docs / ASSET_DIR)
+    overrides = root / OVERRIDES
+    overrides.mkdir()
+    for template in THEME_DIR.glob("*.html"):
+        shutil.copy2(template, overrides / template.name)
+    CompatWriter(trace, docs, raw_log=raw_log).write_all()
+    config = site_config(
+        docs_dir=str(docs),
+        site_dir=str(root / "site"),
+        site_name=site_name or f"tlsite: {trace.source}",
+        nav=tree.nav,
+    )
+    # portable: paths relative to mkdocs.yml, the template override copied beside it
+    config["docs_dir"] = DOCS
+    config["site_dir"] = "site"
+    config["theme"]["custom_dir"] = OVERRIDES
+    header = (
+        "# Written by `tlsite markdown`: build with `mkdocs build -f mkdocs.yml` "
+        "(needs mkdocs-material).\n"
+    )
+    text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
+    (root / "mkdocs.yml").write_text(header + text, encoding="utf-8")
+    return written

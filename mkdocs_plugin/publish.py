@@ -1,0 +1,160 @@
+"""Publish a built report to a branch of a git remote, e.g. ``gh-pages`` for GitHub Pages.
+
+The commit is made by ghp-import (what ``mkdocs gh-deploy`` uses): it streams the folder into
+``git fast-import`` as one commit on the branch and adds ``.nojekyll``, so no git plumbing is
+reimplemented here. ghp-import works in the git repository of its working directory, so it runs
+in a scratch repository whose only remote is the target: the user's own repository (if any) is
+never touched, and the remote can be given as a URL, a local path or a remote name alike.
+
+By default the new commit goes on top of the branch's current tip (a plain push, refused if
+someone else pushed meanwhile); ``no_history`` replaces the branch with one commit (a forced
+push), so old reports do not accumulate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The scratch repository's name for the target remote.
+_REMOTE = "tlsite"
+_GIT_TIMEOUT_S = 600
+_URL = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)
+_GITHUB = re.compile(
+    r"^(?:https?://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)"
+    r"(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+?)(?:\.git)?/?$",
+    re.IGNORECASE,
+)
+
+
+class PublishError(Exception):
+    """Publishing failed; the message says why in one line (git's own words when it failed)."""
+
+
+@dataclass
+class Published:
+    """Where a report went."""
+
+    remote: str  # the URL or path pushed to
+    branch: str
+    commit: str
+    pages_url: str | None
+
+
+def is_built_site(path: Path) -> bool:
+    """True for a folder tlsite (or MkDocs) built: it has ``index.html`` at its root."""
+    return path.is_dir() and (path / "index.html").is_file()
+
+
+def pages_url(remote: str) -> str | None:
+    """The GitHub Pages address of a GitHub remote (``https://owner.github.io/repo/``), if any."""
+    match = _GITHUB.match(remote.strip())
+    if match is None:
+        return None
+    owner, repo = match["owner"].lower(), match["repo"]
+    if repo.lower() == f"{owner}.github.io":
+        return f"https://{owner}.github.io/"
+    return f"https://{owner}.github.io/{repo}/"
+
+
+def resolve_remote(remote: str, cwd: Path | None = None) -> str:
+    """A URL as given; a remote name of the repository in ``cwd`` as its URL; a path, absolute."""
+    if _URL.match(remote):
+        return remote
+    cwd = cwd or Path.cwd()
+    named = _git(["remote", "get-url", remote], cwd, check=False)
+    if named.returncode == 0 and named.stdout.strip():
+        return named.stdout.strip()
+    path = Path(remote).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    raise PublishError(
+        f"{remote}: not a URL, an existing path, or a remote of a git repository in {cwd}"
+    )
+
+
+def publish_site(
+    site: Path,
+    remote: str,
+    *,
+    branch: str = "gh-pages",
+    message: str = "tlsite report",
+    no_history: bool = False,
+) -> Published:
+    """Commit the folder ``site`` (plus ``.nojekyll``) to ``branch`` of ``remote`` and push it."""
+    if not is_built_site(site):
+        raise PublishError(f"{site}: not a built site (no index.html)")
+    url = resolve_remote(remote)
+    with tempfile.TemporaryDirectory(prefix="tlsite-publish-") as scratch:
+        repo = Path(scratch)
+        _git(["init", "-q"], repo)
+        _git(["remote", "add", _REMOTE, url], repo)
+        heads = _git(["ls-remote", "--heads", _REMOTE, branch], repo, check=False)
+        if heads.returncode != 0:
+            raise PublishError(f"{url}: {_last_line(heads.stderr) or 'cannot be reached'}")
+        if heads.stdout.strip() and not no_history:
+            # ghp-import builds on <remote>/<branch> when that ref exists
+            refspec = f"+refs/heads/{branch}:refs/remotes/{_REMOTE}/{branch}"
+            _git(["fetch", "-q", "--depth=1", _REMOTE, refspec], repo)
+        command = [
+            sys.executable,
+            "-m",
+            "ghp_import",
+            str(site.resolve()),
+            "--no-jekyll",
+            "--push",
+            "--remote",
+            _REMOTE,
+            "--branch",
+            branch,
+            "--message",
+            message,
+        ]
+        if no_history:
+            command.append("--no-history")
+        done = subprocess.run(
+            command,
+            cwd=repo,
+            env=_identity_env(repo),
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+        )
+        if done.returncode != 0:
+            raise PublishError(f"ghp-import failed: {_last_line(done.stderr or done.stdout)}")
+        commit = _git(["rev-parse", f"refs/heads/{branch}"], repo).stdout.strip()
+    return Published(remote=url, branch=branch, commit=commit, pages_url=pages_url(url))
+
+
+def _identity_env(repo: Path) -> dict[str, str]:
+    """The environment for ghp-import, with a committer when git has none configured."""
+    env = dict(os.environ)
+    for key, setting, fallback in (
+        ("GIT_COMMITTER_NAME", "user.name", "tlsite"),
+        ("GIT_COMMITTER_EMAIL", "user.email", "tlsite@localhost"),
+    ):
+        if not env.get(key) and not _git(["config", setting], repo, check=False).stdout.strip():
+            env[key] = fallback
+    return env
+
+
+def _git(args: list[str], cwd: Path, *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=_GIT_TIMEOUT_S
+        )
+    except FileNotFoundError as exc:
+        raise PublishError("git is not installed (publishing needs it)") from exc
+    if check and done.returncode != 0:
+        raise PublishError(f"git {args[0]} failed: {_last_line(done.stderr)}")
+    return done
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
