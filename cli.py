@@ -23,6 +23,7 @@ from tlsite import __version__
 
 if TYPE_CHECKING:
     from tlsite.core import LogSource
+    from tlsite.core.redact import Redactor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 
@@ -35,6 +36,7 @@ class BuildOutcome:
     seconds: float
     summary: str
     clean: bool
+    bundle_format: str = "zip"
 
 
 def example_trace() -> Path:
@@ -57,33 +59,157 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.add_argument("path", nargs="?", help="the trace (file, archive, directory or -)")
     build.add_argument("--example", action="store_true", help="build the bundled example trace")
-    build.add_argument("-o", "--out", default="tl_site", help="site folder (default: tl_site)")
-    build.add_argument("--latest", action="store_true", help="use the newest log in a directory")
-    build.add_argument("--overwrite", action="store_true", help="replace an existing site folder")
-    build.add_argument("--no-browser", action="store_true", help="do not open the report")
-    build.add_argument("--no-zip", action="store_true", help="do not write the DIR.zip bundle")
-    build.add_argument(
+    _add_site_options(build)
+    _add_trace_options(build)
+
+    publish = commands.add_parser(
+        "publish",
+        help="build a report (or take a built site) and push it to a git branch (GitHub Pages)",
+        description="Commit the report of PATH (a trace, or a site folder tlsite built) to a "
+        "branch of a git remote with ghp-import, adding .nojekyll, and push it.",
+    )
+    publish.add_argument("path", help="a trace, or a built site folder (has index.html)")
+    publish.add_argument(
+        "--to", required=True, metavar="GIT_REMOTE", help="a URL, a path or a remote name"
+    )
+    publish.add_argument("--branch", default="gh-pages", help="branch to commit to (gh-pages)")
+    publish.add_argument("--message", "-m", help="commit message")
+    publish.add_argument(
+        "--no-history",
+        action="store_true",
+        help="replace the branch with one commit (forced push) instead of adding one on top",
+    )
+    publish.add_argument("--quiet", action="store_true", help="print only errors")
+    _add_trace_options(publish)
+
+    markdown = commands.add_parser(
+        "markdown",
+        help="write the report as Markdown files (a MkDocs project) instead of a site",
+        description="Write DIR/docs (the pages as Markdown, theme assets, tlparse files) and "
+        "DIR/mkdocs.yml, so the report can be built by MkDocs or copied into other docs.",
+    )
+    markdown.add_argument("path", help="the trace (file, archive, directory or -)")
+    markdown.add_argument("-o", "--out", default="tl_markdown", help="folder (tl_markdown)")
+    markdown.add_argument("--overwrite", action="store_true", help="replace an existing folder")
+    markdown.add_argument("--quiet", action="store_true", help="print only errors")
+    _add_trace_options(markdown)
+
+    run = commands.add_parser(
+        "run",
+        help="run a command with TORCH_TRACE set, then build the report of what it wrote",
+        usage="tlsite run [build options] -- COMMAND [ARG ...]",
+        description="Run COMMAND with TORCH_TRACE set to a new folder beside the report, "
+        "then build the report from the logs it wrote (one report per rank for rank logs).",
+    )
+    run.add_argument(
+        "--trace-dir", help="folder for TORCH_TRACE (must be new or empty; default: a new one)"
+    )
+    _add_site_options(run)
+    _add_trace_options(run, latest=False)
+    return parser
+
+
+def _add_site_options(parser: argparse.ArgumentParser) -> None:
+    """Options of commands that write a report site and its bundle (build, run)."""
+    parser.add_argument("-o", "--out", default="tl_site", help="site folder (default: tl_site)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing site folder")
+    parser.add_argument("--no-browser", action="store_true", help="do not open the report")
+    parser.add_argument(
+        "--bundle",
+        choices=("zip", "7z", "none"),  # tlsite.core.bundle.BUNDLE_FORMATS
+        default="zip",
+        help="archive written beside the site: zip (default; GitHub issues accept it), 7z "
+        "(several times smaller, but GitHub issues do not accept .7z) or none",
+    )
+    parser.add_argument("--no-zip", action="store_true", help="write no bundle (--bundle none)")
+    parser.add_argument(
         "--strict", action="store_true", help="exit 3 (after building) if any line was skipped"
     )
-    build.add_argument("--quiet", action="store_true", help="print only errors")
-    build.add_argument("--rank", type=int, help="for a folder of rank logs: the rank to build")
-    build.add_argument(
-        "-e", "--export", action="store_true", default=None, help="draft-export report mode"
-    )
-    build.add_argument(
+    parser.add_argument("--quiet", action="store_true", help="print only errors")
+    parser.add_argument(
         "-i",
         "--inductor-provenance",
         action="store_true",
         help="accepted for tlparse users: provenance pages are always built when logged",
     )
-    return parser
+
+
+def _add_trace_options(parser: argparse.ArgumentParser, *, latest: bool = True) -> None:
+    """Options that choose and read the trace (every command that reads one)."""
+    if latest:
+        parser.add_argument(
+            "--latest", action="store_true", help="use the newest log in a directory"
+        )
+    parser.add_argument("--rank", type=int, help="for a folder of rank logs: the rank to build")
+    parser.add_argument(
+        "-e", "--export", action="store_true", default=None, help="draft-export report mode"
+    )
+    parser.add_argument(
+        "--redact",
+        nargs="?",
+        const="paths",
+        metavar="paths|code",
+        help="rewrite home-folder and user path prefixes in everything shown and bundled; "
+        "--redact=code also drops the source lines of user code from stacks and graphs",
+    )
+    parser.add_argument(
+        "--redact-prefix",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="with --redact: also replace this path prefix with REDACTED (repeatable)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if argv[:1] == ["run"] and "--" in argv:
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1 :]
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "run" and not command:
+        parser.error("give the command to run after --: tlsite run [options] -- python train.py")
+    usage = _check_redact(args)
+    if usage is not None:
+        return _fail(usage, EXIT_USAGE)
     if args.command == "build":
         return _build_command(args)
+    if args.command == "publish":
+        return _publish_command(args)
+    if args.command == "markdown":
+        return _markdown_command(args)
+    if args.command == "run":
+        return _run_command(args, command)
     return EXIT_USAGE
+
+
+def _check_redact(args: argparse.Namespace) -> str | None:
+    """Validate --redact; ``--redact TRACE`` (no mode) is read as ``--redact`` then TRACE."""
+    from tlsite.core.redact import MODES
+
+    mode = args.redact
+    if mode is None or mode in MODES:
+        if args.redact_prefix and mode is None:
+            return "--redact-prefix needs --redact"
+        return None
+    if getattr(args, "path", "") is None:  # the trace was taken as the mode
+        args.path, args.redact = mode, "paths"
+        return None
+    return f"--redact: expected paths or code, not {mode!r} (write --redact=code)"
+
+
+def _redactor(args: argparse.Namespace) -> Redactor | None:
+    from tlsite.core.redact import Redactor
+
+    if args.redact is None:
+        return None
+    return Redactor(args.redact, list(args.redact_prefix))
+
+
+def _bundle_format(args: argparse.Namespace) -> str:
+    return "none" if args.no_zip else args.bundle
 
 
 def _fail(message: str, code: int) -> int:
@@ -107,8 +233,9 @@ def _build_command(args: argparse.Namespace) -> int:
             latest=args.latest,
             rank=args.rank,
             export_mode=args.export,
-            make_zip=not args.no_zip,
             progress=not args.quiet and sys.stderr.isatty(),
+            bundle=_bundle_format(args),
+            redactor=_redactor(args),
         )
     except InputError as exc:
         return _fail(str(exc), EXIT_FAILED)
@@ -123,6 +250,131 @@ def _build_command(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _publish_command(args: argparse.Namespace) -> int:
+    from tlsite.core import InputError
+    from tlsite.mkdocs_plugin.publish import PublishError, is_built_site, publish_site
+
+    given = Path(args.path)
+    redactor = _redactor(args)
+    if is_built_site(given) and redactor is not None:
+        return _fail(f"{given} is a built site: --redact applies when building a trace", 2)
+    name = redactor.text(given.name) if redactor is not None else given.name
+    message = args.message or f"tlsite {__version__}: report of {name}"
+    try:
+        with tempfile.TemporaryDirectory(prefix="tlsite-publish-site-") as scratch:
+            site = given
+            if not is_built_site(given):
+                site = build(
+                    args.path,
+                    Path(scratch) / "site",
+                    latest=args.latest,
+                    rank=args.rank,
+                    export_mode=args.export,
+                    bundle="none",
+                    redactor=redactor,
+                    progress=not args.quiet and sys.stderr.isatty(),
+                ).site
+            published = publish_site(
+                site, args.to, branch=args.branch, message=message, no_history=args.no_history
+            )
+    except (InputError, PublishError) as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    except OSError as exc:
+        return _fail(f"{exc.filename or given}: {exc.strerror or exc}", EXIT_FAILED)
+    if not args.quiet:
+        lines = [
+            f"Published to branch {published.branch} of {published.remote} "
+            f"(commit {published.commit[:12]})."
+        ]
+        if published.pages_url:
+            lines.append(
+                f"Pages URL: {published.pages_url} (once GitHub Pages serves the "
+                f"{published.branch} branch: Settings > Pages)"
+            )
+        if redactor is None:
+            lines.append(
+                "Note: the report is now as public as that repository; it holds your model's "
+                "code and file paths (--redact rewrites home-folder paths)."
+            )
+        print("\n".join(lines))
+    return EXIT_OK
+
+
+def _markdown_command(args: argparse.Namespace) -> int:
+    from tlsite.core import InputError
+    from tlsite.mkdocs_plugin.markdown_export import export_markdown
+
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        return _fail(f"{out} already exists; pass --overwrite to replace it or use -o DIR", 2)
+    try:
+        pages = export_markdown(
+            args.path,
+            out,
+            latest=args.latest,
+            rank=args.rank,
+            export_mode=args.export,
+            redactor=_redactor(args),
+        )
+    except InputError as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    except OSError as exc:
+        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
+    if not args.quiet:
+        print(
+            f"Markdown: {out / 'docs'} ({len(pages)} pages, with the theme assets and the "
+            f"tlparse files they link to)\nBuild it with: mkdocs build -f {out / 'mkdocs.yml'}"
+        )
+    return EXIT_OK
+
+
+def _run_command(args: argparse.Namespace, command: list[str]) -> int:
+    from tlsite.core import InputError
+    from tlsite.run_command import build_ranks, new_trace_dir, run_traced, traced_ranks
+
+    out = Path(args.out).resolve()
+    if out.exists() and not args.overwrite:
+        return _fail(f"{out} already exists; pass --overwrite to replace it or use -o DIR", 2)
+    if args.trace_dir:
+        trace_dir = Path(args.trace_dir).resolve()
+        if trace_dir.exists() and (not trace_dir.is_dir() or any(trace_dir.iterdir())):
+            return _fail(f"{trace_dir}: --trace-dir must be a new or empty folder", EXIT_USAGE)
+        trace_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        trace_dir = new_trace_dir(out)
+    if not args.quiet:
+        print(f"tlsite: running {' '.join(command)} with TORCH_TRACE={trace_dir}", file=sys.stderr)
+    options = {
+        "export_mode": args.export,
+        "bundle": _bundle_format(args),
+        "redactor": _redactor(args),
+        "progress": not args.quiet and sys.stderr.isatty(),
+    }
+    try:
+        returncode = run_traced(command, trace_dir)
+        ranks = traced_ranks(trace_dir)
+        if len(ranks) > 1 and args.rank is None:
+            outcome = build_ranks(trace_dir, out, ranks, **options)
+        else:
+            outcome = build(str(trace_dir), out, latest=True, rank=args.rank, **options)
+    except InputError as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    except OSError as exc:
+        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
+    if not args.quiet:
+        _print_summary(outcome)
+        print(f"Trace: {trace_dir}")
+        if returncode != 0:
+            print(f"Note: the command exited with {returncode}; the report shows what it logged.")
+    if not args.no_browser and _can_open_browser():
+        webbrowser.open((outcome.site / "index.html").resolve().as_uri())
+    if returncode != 0:
+        return returncode
+    if args.strict and not outcome.clean:
+        return EXIT_STRICT
+    return EXIT_OK
+
+
 def build(
     path: str,
     out: Path,
@@ -132,10 +384,18 @@ def build(
     export_mode: bool | None = None,
     make_zip: bool = True,
     progress: bool = False,
+    bundle: str | None = None,
+    redactor: Redactor | None = None,
 ) -> BuildOutcome:
-    """Read, render and build into a temporary folder, then swap it in place of ``out``."""
+    """Read, render and build into a temporary folder, then swap it in place of ``out``.
+
+    ``bundle`` is ``zip``, ``7z`` or ``none`` (default: ``zip``, or ``none`` without
+    ``make_zip``). With ``redactor``, the log is redacted as it is read, so every page, file
+    and the bundle is made from the redacted text.
+    """
     from tlsite.core import load_source, resolve_input, select_log
-    from tlsite.core.bundle import write_zip
+    from tlsite.core.bundle import write_bundle
+    from tlsite.core.redact import redacted_source, redaction_note, redaction_summary
     from tlsite.mkdocs_plugin.build import build_report
 
     from .progress import Progress
@@ -145,9 +405,15 @@ def build(
     out.parent.mkdir(parents=True, exist_ok=True)
     with Progress(enabled=progress) as bar, resolve_input(path, latest=latest) as resolved:
         log = select_log(resolved, rank, path)
+        if redactor is not None:
+            log = redacted_source(log, redactor)
         bar.stage(f"Reading {log.display_name}", log.size_hint)
         trace = load_source(log, export_mode=export_mode, on_bytes=bar.advance)
-        trace.notes.extend(resolved.notes)
+        if redactor is None:
+            trace.notes.extend(resolved.notes)
+        else:
+            trace.notes.extend(redactor.text(note) for note in resolved.notes)
+            trace.notes.append(redaction_note(redactor))
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
         try:
             bar.stage("Writing pages")
@@ -156,19 +422,19 @@ def build(
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             trace.close()
-        bundle = None
-        size = 0
-        if make_zip:
-            bar.stage("Writing the zip bundle")
-            bundle = out.with_name(out.name + ".zip")
-            size = write_zip(out, bundle)
+        fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
+        if fmt != "none":
+            bar.stage(f"Writing the {fmt} bundle")
+        extra = {} if redactor is None else {"redaction": redaction_summary(redactor)}
+        archive, size = write_bundle(out, fmt, trace=trace.source, version=__version__, extra=extra)
     return BuildOutcome(
         site=out,
-        bundle=bundle,
+        bundle=archive,
         bundle_size=size,
         seconds=time.perf_counter() - started,
         summary=trace.stats.summary(),
         clean=trace.stats.is_clean,
+        bundle_format=fmt,
     )
 
 
@@ -194,7 +460,13 @@ def _print_summary(outcome: BuildOutcome) -> None:
     from tlsite.core.bundle import GITHUB_ATTACHMENT_LIMIT
 
     lines = [outcome.summary, f"Report: {outcome.site / 'index.html'}"]
-    if outcome.bundle is not None:
+    if outcome.bundle is not None and outcome.bundle_format == "7z":
+        mb = outcome.bundle_size / 1e6
+        lines.append(
+            f"Bundle: {outcome.bundle} ({mb:.1f} MB) — for email, chat or release assets: "
+            "GitHub issues accept .zip, not .7z (use --bundle zip to attach to an issue)"
+        )
+    elif outcome.bundle is not None:
         mb = outcome.bundle_size / 1e6
         lines.append(f"Bundle: {outcome.bundle} ({mb:.1f} MB) — attach it to a GitHub issue")
         if outcome.bundle_size > GITHUB_ATTACHMENT_LIMIT:

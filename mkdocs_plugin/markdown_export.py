@@ -22,7 +22,9 @@ from pathlib import Path
 
 import yaml
 
+from tlsite.core import LogSource, load_source, resolve_input, select_log
 from tlsite.core.model import Trace
+from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import render_tree
 
@@ -99,3 +101,35 @@ def _write(
     text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
     (root / "mkdocs.yml").write_text(header + text, encoding="utf-8")
     return written
+
+
+def export_markdown(
+    path: str,
+    out: Path,
+    *,
+    latest: bool = False,
+    rank: int | None = None,
+    export_mode: bool | None = None,
+    redactor: Redactor | None = None,
+) -> list[str]:
+    """Read the trace at ``path`` (redacted as it is read with ``redactor``) and write it out."""
+    with resolve_input(path, latest=latest) as resolved:
+        log = select_log(resolved, rank, path)
+        if redactor is not None:
+            log = redacted_source(log, redactor)
+        trace = load_source(log, export_mode=export_mode)
+        try:
+            if redactor is None:
+                trace.notes.extend(resolved.notes)
+            else:
+                trace.notes.extend(redactor.text(note) for note in resolved.notes)
+                trace.notes.append(redaction_note(redactor))
+            return write_markdown_tree(trace, out, raw_log=lambda: _chunks(log))
+        finally:
+            trace.close()
+
+
+def _chunks(log: LogSource) -> Iterator[bytes]:
+    with log.open() as stream:
+        while chunk := stream.read(1 << 20):
+            yield chunk
