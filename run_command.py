@@ -62,10 +62,13 @@ def traced_ranks(trace_dir: Path) -> list[int]:
             f"{trace_dir}: the command wrote no trace (does it call torch.compile? "
             "TORCH_TRACE is read when torch is imported)"
         )
-    with resolve_input(trace_dir, latest=True) as resolved:
-        if not resolved.is_multi_rank:
-            return []
-        return sorted({log.rank for log in resolved.logs if log.rank is not None})
+    try:
+        with resolve_input(trace_dir) as resolved:
+            if not resolved.is_multi_rank:
+                return []
+            return sorted({log.rank for log in resolved.logs if log.rank is not None})
+    except InputError:  # several logs that are not rank logs: the newest is built
+        return []
 
 
 def write_rank_index(site: Path, reports: list[RankReport], *, title: str) -> None:
