@@ -23,9 +23,10 @@ from pathlib import Path
 from ..store import read_slice
 from . import fastlex
 
-#: Up to this many characters a block is highlighted by Pygments (about 1 MB/s)...
+#: Python, C++ and JSON are highlighted by :mod:`.fastlex`; other languages by Pygments
+#: (about 1 MB/s) up to this many characters...
 PYGMENTS_LIMIT = 64_000
-#: ...up to this many by the fast regular-expression lexer; above it, plain text.
+#: ...and nothing above this many: plain text.
 HIGHLIGHT_LIMIT = 8_000_000
 #: Marker replaced by the block's id when the cached HTML is inserted into a page.
 BLOCK_ID = "@@BLOCK@@"
@@ -66,10 +67,12 @@ def highlight_html(text: str, lang: str) -> str:
         text = text[:-1]
     if lang == "text":
         body = _plain_lines(text)
-    elif len(text) > PYGMENTS_LIMIT and fastlex.supports(lang):
+    elif fastlex.supports(lang):
         body = _token_lines(fastlex.tokens(text, lang))
-    else:
+    elif len(text) <= PYGMENTS_LIMIT:
         body = _pygments_lines(text, lang)
+    else:
+        body = _plain_lines(text)
     return (
         f'<div class="language-{lang} highlight tlsite-lines"><pre><span></span><code>{body}</code>'
         "</pre></div>"
