@@ -15,7 +15,8 @@ Two levels:
   ``torchinductor_<user>`` becomes ``torchinductor_USER``; each extra prefix becomes
   ``REDACTED``. Forms escaped inside JSON strings are matched too.
 - ``code``: also drops the source text of user code: ``loc`` of stack frames, the
-  ``, code: ...`` part of graph ``# File:`` comments and the source lines of Python tracebacks.
+  ``, code: ...`` part of graph ``# File:`` comments, the ``# <source>`` of guard listings and
+  the source lines of Python tracebacks.
   Library frames (``site-packages``, ``dist-packages``, the standard library) keep theirs.
 """
 
@@ -59,8 +60,9 @@ _LIBRARY = re.compile(
 STILL_REVEALED = (
     "your model's structure and generated code (graphs, kernels, guards), tensor shapes and "
     "dtypes, op, module, function and file names with line numbers, library versions and the "
-    "layout of your installation, configuration values, timings, and any host or user name "
-    "that appears outside the redacted path prefixes"
+    "layout of your installation, configuration values, timings, the tails of long file paths "
+    "(guard listings shorten paths from the left), and any host or user name that appears "
+    "outside the redacted path prefixes"
 )
 
 
@@ -112,14 +114,14 @@ class Redactor:
         for pattern, token, kind in self._literals:
             data, n = pattern.subn(token, data)
             counts[kind] += n
+        if b":" in data:  # before the POSIX rule, which would take C:/Users/me
+            data, n = _WINDOWS_HOME.subn(HOME_TOKEN.encode(), data)
+            counts["home"] += n
         if b"/home/" in data or b"/Users/" in data:
             data, n = _POSIX_HOME.subn(_posix_home_replacement(data), data)
             counts["home"] += n
         if b"/root" in data:
             data, n = _ROOT_HOME.subn(HOME_TOKEN.encode(), data)
-            counts["home"] += n
-        if b":" in data:
-            data, n = _WINDOWS_HOME.subn(HOME_TOKEN.encode(), data)
             counts["home"] += n
         if b"torchinductor_" in data:
             data, n = _INDUCTOR_USER.subn(b"torchinductor_" + USER_TOKEN.encode(), data)
@@ -203,9 +205,11 @@ def redaction_note(redactor: Redactor) -> Markup:
     parts.append(".")
     if redactor.drops_code:
         dropped = counts["loc"] + counts["graph_code"] + counts["traceback"]
+        dropped += counts["guard_code"]
         parts.append(
             f" The source text of user code was dropped from {dropped:,} places (stack "
-            "frames, graph `# File:` comments, tracebacks); library frames keep theirs."
+            "frames, graph `# File:` comments, guard listings, tracebacks); library frames "
+            "keep theirs."
         )
     revealed = STILL_REVEALED
     if not redactor.drops_code:
@@ -309,7 +313,7 @@ class _LineMachine:
         counts = self.stats.replacements
         if b'"loc"' in line:
             line = self._drop_locs(line)
-        if b"File" in line:
+        if b"File" in line or b"  # " in line:
             try:
                 text = line.decode("utf-8")
             except UnicodeDecodeError:
@@ -336,7 +340,7 @@ class _LineMachine:
     def _drop_code_in_payload(self, lines: list[bytes]) -> list[bytes]:
         """Drop user source text from a payload, keeping its number of lines."""
         texts = [_payload_text(line) for line in lines if line.startswith(b"\t")]
-        if not any(b"File" in t for t in texts):
+        if not any(b"File" in t or b"  # " in t for t in texts):
             return lines
         try:
             joined = b"\n".join(texts).decode("utf-8")
@@ -379,18 +383,20 @@ def _strip_locs(value: Any, strings: dict[int, str]) -> int:
 
 
 # -- source text in graph comments and tracebacks -----------------------------------------------
-def _source_patterns(escaped: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """Graph-comment and traceback patterns, for raw text or text inside a JSON string."""
+def _source_patterns(escaped: bool) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Graph-comment, traceback and guard patterns, for raw text or text in a JSON string."""
     if escaped:
         nl, q = r"\\n", r'\\"'
         lead = r'(?:(?<=\\n)|(?<="))'  # after an escaped newline or at the string's start
         rest = r'(?:[^\\"\n]|\\[^n])*'  # up to an escaped newline or the string's end
         path = r'(?:[^\\"\n]|\\[^n"])+?'
+        char = r'(?:[^\\"\n]|\\[^n])'
     else:
         nl, q = r"\n", '"'
         lead = r"(?m:^)"
         rest = r"[^\n]*"
         path = r'[^"\n]+?'
+        char = r"[^\n]"
     graph = re.compile(
         r"(?P<keep>#\s*File: (?P<path>" + path + r"):\d+ in [\w<>.]*), code: " + rest
     )
@@ -413,7 +419,11 @@ def _source_patterns(escaped: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
         + nl
         + r"|$|\"))?"
     )
-    return graph, traceback
+    # guard listings: "<guard>  # <source line>  # <file>:<line> in <function>"
+    guard = re.compile(
+        r"  # (?P<source>(?:(?!  # )" + char + r")+)  # (?P<path>[^\s#\\\"]+):(?P<line>\d+) in "
+    )
+    return graph, traceback, guard
 
 
 _RAW_PATTERNS = _source_patterns(escaped=False)
@@ -426,8 +436,8 @@ def drop_source_text(text: str, counts: Counter[str], *, escaped: bool) -> str:
     Raw text keeps its number of lines (a dropped source line becomes a marker, a caret line
     becomes empty); inside JSON strings (``escaped``) nothing needs to keep its place.
     """
-    graph, traceback = _ESCAPED_PATTERNS if escaped else _RAW_PATTERNS
-    if "File" not in text:
+    graph, traceback, guard = _ESCAPED_PATTERNS if escaped else _RAW_PATTERNS
+    if "File" not in text and "  # " not in text:
         return text
 
     def graph_sub(match: re.Match[str]) -> str:
@@ -444,7 +454,14 @@ def drop_source_text(text: str, counts: Counter[str], *, escaped: bool) -> str:
         tail = "\n" if match["carets"] is not None and not escaped else ""
         return match["keep"] + SOURCE_TOKEN + tail
 
+    def guard_sub(match: re.Match[str]) -> str:
+        if is_library_path(_unescape(match["path"], escaped)):
+            return match.group(0)
+        counts["guard_code"] += 1
+        return f"  # {match['path']}:{match['line']} in "
+
     text = graph.sub(graph_sub, text)
+    text = guard.sub(guard_sub, text)
     return traceback.sub(traceback_sub, text)
 
 
