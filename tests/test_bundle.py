@@ -1,0 +1,103 @@
+"""Bundles: zip (default) and 7z hold the same files plus a manifest of them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import py7zr
+import pytest
+from corpus import TORCH_213
+
+from tlsite import __version__
+from tlsite.cli import BuildOutcome, build, example_trace
+from tlsite.core.bundle import MANIFEST_NAME, manifest_json, write_zip
+
+SIMPLE_213 = next(TORCH_213.glob("simple/*.log"))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> BuildOutcome:
+    """One built report (no bundle); each test bundles it its own way."""
+    out = tmp_path_factory.mktemp("bundle") / "report"
+    return build(str(SIMPLE_213), out, bundle="none")
+
+
+def _zip_contents(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        return {n: archive.read(n) for n in archive.namelist() if not n.endswith("/")}
+
+
+def _7z_contents(path: Path, tmp: Path) -> dict[str, bytes]:
+    with py7zr.SevenZipFile(path, "r") as archive:
+        archive.extractall(tmp)
+    return {p.relative_to(tmp).as_posix(): p.read_bytes() for p in tmp.rglob("*") if p.is_file()}
+
+
+def test_7z_holds_the_same_files_as_the_zip(site: BuildOutcome, tmp_path: Path) -> None:
+    from tlsite.core.bundle import write_bundle
+
+    zipped, zip_size = write_bundle(site.site, "zip", trace="t.log", version=__version__)
+    sevened, sz_size = write_bundle(site.site, "7z", trace="t.log", version=__version__)
+    assert zipped == site.site.with_name("report.zip")
+    assert sevened == site.site.with_name("report.7z")
+    zip_files = _zip_contents(zipped)
+    sz_files = _7z_contents(sevened, tmp_path / "x")
+    assert zip_files.keys() == sz_files.keys()
+    assert zip_files == sz_files
+    assert f"report/{MANIFEST_NAME}" in zip_files
+    assert "report/index.html" in zip_files
+    assert sz_size < zip_size * 0.8, (zip_size, sz_size)  # solid LZMA2 across pages
+
+
+def test_manifest_lists_every_file(site: BuildOutcome) -> None:
+    manifest = json.loads(manifest_json(site.site, trace="t.log", version=__version__))
+    on_disk = {p.relative_to(site.site).as_posix(): p for p in site.site.rglob("*") if p.is_file()}
+    listed = {f["path"]: f for f in manifest["files"]}
+    assert listed.keys() == on_disk.keys()
+    for name, path in on_disk.items():
+        data = path.read_bytes()
+        assert listed[name]["size"] == len(data)
+        assert listed[name]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert manifest["trace"] == "t.log"
+    assert manifest["generator"] == f"tlsite {__version__}"
+    assert manifest["file_count"] == len(on_disk)
+    assert "index.html" in manifest["note"]
+
+
+def test_write_zip_without_a_manifest_is_unchanged_and_deterministic(
+    site: BuildOutcome, tmp_path: Path
+) -> None:
+    first, second = tmp_path / "a.zip", tmp_path / "b.zip"
+    write_zip(site.site, first)
+    write_zip(site.site, second)
+    assert first.read_bytes() == second.read_bytes()
+    names = set(_zip_contents(first))
+    assert f"report/{MANIFEST_NAME}" not in names
+    assert len(names) == sum(1 for p in site.site.rglob("*") if p.is_file())
+
+
+def test_cli_bundle_option(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    command = [sys.executable, "-m", "tlsite", "build", "--example", "-o", str(out)]
+    done = subprocess.run(
+        [*command, "--bundle", "7z", "--no-browser"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.with_name("r.7z").is_file() and not out.with_name("r.zip").exists()
+    assert "GitHub issues accept .zip, not .7z" in done.stdout
+    unpacked = _7z_contents(out.with_name("r.7z"), tmp_path / "x")
+    manifest = json.loads(unpacked[f"r/{MANIFEST_NAME}"])
+    assert manifest["trace"] == example_trace().name
+    done = subprocess.run(
+        [*command, "--overwrite", "--bundle", "none", "--no-browser"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Bundle:" not in done.stdout
