@@ -417,7 +417,8 @@ def build(
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
         try:
             bar.stage("Writing pages")
-            build_report(trace, staging / "site", raw_log=lambda: _chunks(log), on_page=bar.advance)
+            raw_log = Path(log.plain_path) if log.plain_path else (lambda: _chunks(log))
+            build_report(trace, staging / "site", raw_log=raw_log, on_page=bar.advance)
             _swap_into_place(staging / "site", out)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

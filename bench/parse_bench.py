@@ -45,10 +45,7 @@ trace = load(trace_path)
 t2 = time.perf_counter()
 if write:
     from pathlib import Path
-    def raw_log():
-        with open(trace_path, "rb") as stream:
-            yield from iter(lambda: stream.read(1 << 20), b"")
-    CompatWriter(trace, Path(out), raw_log=raw_log).write_all()
+    CompatWriter(trace, Path(out), raw_log=Path(trace_path)).write_all()
 t3 = time.perf_counter()
 records = trace.stats.records
 trace.close()

@@ -112,6 +112,14 @@ class LogSource:
     def open(self) -> BinaryIO:
         return self.opener()
 
+    @property
+    def plain_path(self) -> str | None:
+        """The file on disk when the log is a plain (uncompressed) file: it can be copied as is."""
+        opener = self.opener
+        if isinstance(opener, _FileOpener) and not opener.gzipped:
+            return opener.path
+        return None
+
 
 @dataclass
 class ResolvedInput:

@@ -21,7 +21,7 @@ def build_report(
     trace: Trace,
     site_dir: Path,
     *,
-    raw_log: Callable[[], Iterator[bytes]] | None = None,
+    raw_log: Path | Callable[[], Iterator[bytes]] | None = None,
     site_name: str | None = None,
     on_page: Callable[[], None] | None = None,
 ) -> TlsitePlugin:

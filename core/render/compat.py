@@ -40,7 +40,7 @@ class CompatWriter:
 
     trace: Trace
     out: Path
-    raw_log: Callable[[], Iterator[bytes]] | None = None
+    raw_log: Path | Callable[[], Iterator[bytes]] | None = None
     written: list[str] = field(default_factory=list)
 
     def write_all(self) -> list[str]:
@@ -54,7 +54,10 @@ class CompatWriter:
         self._write_raw_jsonl()
         self._write_json("compile_directory.json", compile_directory(self.trace))
         self._write_chromium_events()
-        if self.raw_log is not None:
+        if isinstance(self.raw_log, Path):
+            shutil.copyfile(self.raw_log, self.out / "raw.log")  # in-kernel copy where it can
+            self.written.append("raw.log")
+        elif self.raw_log is not None:
             with open(self.out / "raw.log", "wb") as dest:
                 for chunk in self.raw_log():
                     dest.write(chunk)
@@ -138,8 +141,10 @@ class CompatWriter:
             table = {"string_table": self.trace.strings.as_list()}
             dest.write(json.dumps(table, ensure_ascii=False, separators=(",", ":")) + "\n")
             with open(self.trace.raw_jsonl_path, encoding="utf-8") as spill:
-                for line in spill:
-                    dest.write(line.replace('"timestamp": "0000-', f'"timestamp": "{year}', 1))
+                # every line has one placeholder year, in our own key: replace in big batches
+                while batch := spill.readlines(8 << 20):
+                    text = "".join(batch)
+                    dest.write(text.replace('"timestamp": "0000-', f'"timestamp": "{year}'))
         self.written.append("raw.jsonl")
 
     def _write_chromium_events(self) -> None:
@@ -193,7 +198,3 @@ def _json_list(text: str) -> list[Any]:
 
 def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def copy_raw_log(source: Path, dest: Path) -> None:
-    shutil.copyfile(source, dest)
