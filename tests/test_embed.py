@@ -127,9 +127,7 @@ def test_project_without_a_nav_gets_one_report_section(tmp_path: Path) -> None:
     shutil.copytree(PROJECT / "docs", project / "docs")
     config = yaml.safe_load((PROJECT / "mkdocs.yml").read_text(encoding="utf-8"))
     del config["nav"]
-    config["plugins"][1]["tlsite"].update(
-        trace=str(TLPARSE_INPUTS / "simple.log"), redact="paths"
-    )
+    config["plugins"][1]["tlsite"].update(trace=str(TLPARSE_INPUTS / "simple.log"), redact="paths")
     config["use_directory_urls"] = False
     (project / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     site = tmp_path / "site"
