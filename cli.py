@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Commit the report of PATH (a trace, or a site folder tlsite built) to a "
         "branch of a git remote with ghp-import, adding .nojekyll, and push it.",
     )
-    publish.add_argument("path", help="a trace, or a built site folder (has index.html)")
+    publish.add_argument("path", nargs="?", help="a trace, or a built site folder (index.html)")
     publish.add_argument(
         "--to", required=True, metavar="GIT_REMOTE", help="a URL, a path or a remote name"
     )
@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Write DIR/docs (the pages as Markdown, theme assets, tlparse files) and "
         "DIR/mkdocs.yml, so the report can be built by MkDocs or copied into other docs.",
     )
-    markdown.add_argument("path", help="the trace (file, archive, directory or -)")
+    markdown.add_argument("path", nargs="?", help="the trace (file, archive, directory or -)")
     markdown.add_argument("-o", "--out", default="tl_markdown", help="folder (tl_markdown)")
     markdown.add_argument("--overwrite", action="store_true", help="replace an existing folder")
     markdown.add_argument("--quiet", action="store_true", help="print only errors")
@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     usage = _check_redact(args)
     if usage is not None:
         return _fail(usage, EXIT_USAGE)
+    if args.command in ("publish", "markdown") and not args.path:
+        parser.error(f"tlsite {args.command}: give the trace PATH")
     if args.command == "build":
         return _build_command(args)
     if args.command == "publish":
