@@ -100,7 +100,7 @@ class TraceBuilder:
             if frames:
                 self.trace.unknown_stacks.append(frames)
         payload_filename = ctx.payload_file
-        if payload_filename is None and record.payload and not ctx.consumed_payload:
+        if payload_filename is None and record.payload_bytes and not ctx.consumed_payload:
             key = record.payload_key or ""
             ref = ctx.payload_ref
             if ref is not None:

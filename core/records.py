@@ -39,6 +39,65 @@ CONTEXT_KEYS = frozenset(
 )
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
+#: Deepest JSON nesting read from a trace (serde_json's default limit, so tlparse reads no
+#: deeper). Deeper values make Python's recursive JSON code overflow its stack later, when a
+#: page or an output file prints them, so they are refused where they are read.
+MAX_JSON_DEPTH = 128
+#: Largest compile-id field accepted; larger ones name absurd folders (a 4,000-digit frame id
+#: is a file name no file system takes). Such a record is listed under "unknown".
+MAX_COMPILE_ID = 2**63 - 1
+#: Largest ``str`` id accepted: raw.jsonl's string table is a list indexed by id, so one huge
+#: id would make it that long. Real traces number their file names from 0.
+MAX_STRING_ID = 1 << 20
+#: Longest thread id or line number in a glog header (a u64 has 20 digits).
+_MAX_HEADER_DIGITS = 20
+
+
+class JSONTooDeep(ValueError):
+    """A JSON value nested deeper than :data:`MAX_JSON_DEPTH`."""
+
+
+def json_depth_exceeds(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a decoded JSON value nests lists/objects more than ``limit`` deep (no recursion)."""
+    level = [value]
+    depth = 0
+    while level:
+        level = [v for v in level if isinstance(v, (dict, list))]
+        if not level:
+            return False
+        depth += 1
+        if depth > limit:
+            return True
+        following: list[Any] = []
+        for container in level:
+            following.extend(container.values() if isinstance(container, dict) else container)
+        level = following
+    return False
+
+
+def loads_bounded(text: str) -> Any:
+    """``json.loads`` that raises :class:`JSONTooDeep` (a ValueError) instead of recursing.
+
+    Text with few brackets cannot nest deeply, so only bracket-heavy text is walked.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError as exc:
+        raise JSONTooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep") from exc
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth_exceeds(value):
+        raise JSONTooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def valid_string_id(value: Any) -> bool:
+    """A ``str`` record's value ``[text, id]`` with an id the string table can hold."""
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and type(value[1]) is int
+        and 0 <= value[1] <= MAX_STRING_ID
+    )
+
 
 @dataclass(frozen=True, slots=True)
 class Header:
@@ -62,12 +121,19 @@ class Record:
     envelope: dict[str, Any]
     event_type: str
     compile_id: CompileId | None
-    payload: str | None = None
+    payload_bytes: bytes | None = None
     payload_md5: str | None = None
     payload_lines: int = 0
     md5_ok: bool = True
     other_rank: bool = False  # skipped by the rank filter; kept only for raw.jsonl
     json_text: str = ""  # the envelope as logged (raw.jsonl reuses it without re-encoding)
+
+    @property
+    def payload(self) -> str | None:
+        """The payload text (decoded on first use: most payloads only go to the store)."""
+        if self.payload_bytes is None:
+            return None
+        return self.payload_bytes.decode("utf-8")
 
     @property
     def metadata(self) -> Any:
@@ -230,9 +296,12 @@ class RecordReader:
                 reason = "orphan_payload" if text.startswith("\t") else "bad_header"
                 stats.skip(reason, lineno, text)
                 continue
+            if max(len(match["thread"]), len(match["lineno"])) > _MAX_HEADER_DIGITS:
+                stats.skip("bad_header", lineno, f"thread id or line number too long: {text}")
+                continue
             json_text = text[match.start("json") :]
             try:
-                envelope = json.loads(json_text)
+                envelope = loads_bounded(json_text)
             except ValueError as exc:
                 stats.skip("bad_json", lineno, f"{exc}: {json_text}")
                 continue
@@ -244,7 +313,7 @@ class RecordReader:
             if "has_payload" in envelope:
                 self._read_payload(record)
             if record.event_type == "str":
-                if self.strings.define(envelope["str"]):
+                if valid_string_id(envelope["str"]) and self.strings.define(envelope["str"]):
                     stats.read("interned")
                 else:
                     stats.skip("bad_str", lineno, json_text)
@@ -274,6 +343,10 @@ class RecordReader:
             lineno=int(match["lineno"]),
         )
         compile_id = CompileId.from_envelope(envelope)
+        if compile_id is not None and any(
+            v is not None and v > MAX_COMPILE_ID for v in compile_id.fields()
+        ):
+            compile_id = None
         if compile_id is None:
             self.stats.find(
                 "bad_compile_id",
@@ -310,16 +383,17 @@ class RecordReader:
         data = b"".join(runs)
         payload = _join_payload(data)
         count = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-        try:
-            text = payload.decode("utf-8")
-        except UnicodeDecodeError:
-            linenos = _payload_linenos(record.line, count, blank_lines)
-            text, dropped = self._drop_undecodable(_payload_lines(data), linenos)
-            payload = text.encode("utf-8")
-            count -= dropped
+        if not payload.isascii():  # ASCII is valid UTF-8: only other payloads need a check
+            try:
+                payload.decode("utf-8")
+            except UnicodeDecodeError:
+                linenos = _payload_linenos(record.line, count, blank_lines)
+                text, dropped = self._drop_undecodable(_payload_lines(data), linenos)
+                payload = text.encode("utf-8")
+                count -= dropped
         record.payload_lines = count
         digest = hashlib.md5(payload).hexdigest()
-        record.payload = text
+        record.payload_bytes = payload
         record.payload_md5 = digest
         declared = record.envelope.get("has_payload")
         if declared != digest:

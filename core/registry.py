@@ -96,9 +96,9 @@ class RecordContext:
 
     @property
     def payload_ref(self) -> PayloadRef | None:
-        if self._payload_ref is None and self.record.payload is not None:
-            self._payload_ref = self.builder.trace.store.put(
-                self.record.payload, self.record.payload_md5
+        if self._payload_ref is None and self.record.payload_bytes is not None:
+            self._payload_ref = self.builder.trace.store.put_bytes(
+                self.record.payload_bytes, self.record.payload_md5
             )
         return self._payload_ref
 

@@ -40,7 +40,10 @@ class PayloadStore:
         self._dirty = False
 
     def put(self, text: str, md5: str | None = None) -> PayloadRef:
-        data = text.encode("utf-8")
+        return self.put_bytes(text.encode("utf-8"), md5)
+
+    def put_bytes(self, data: bytes, md5: str | None = None) -> PayloadRef:
+        """Store UTF-8 ``data`` (``md5`` is its digest, when the caller already has it)."""
         digest = md5 or hashlib.md5(data).hexdigest()
         ref = self._index.get(digest)
         if ref is None:
