@@ -6,12 +6,12 @@ counter, which reproduces tlparse's file names (``-_0_0_0/dynamo_output_graph_0.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import PurePosixPath
 
 from .frames import drop_convert_frame_suffix
 from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD
+from .records import MAX_JSON_DEPTH, JSONTooDeep, loads_bounded
 from .registry import RecordContext, handles, safe_name
 
 #: Graph-like envelopes whose payload becomes ``<type>_N.txt``.
@@ -82,7 +82,7 @@ def graph_dump(ctx: RecordContext) -> None:
 @handles("dynamo_guards")
 def dynamo_guards(ctx: RecordContext) -> None:
     try:
-        guards = json.loads(ctx.payload or "")
+        guards = loads_bounded(ctx.payload or "")
     except ValueError:
         guards = None
     if not isinstance(guards, list):
@@ -134,8 +134,11 @@ def link(ctx: RecordContext) -> None:
 def artifact(ctx: RecordContext) -> None:
     name = ctx.field("name", str)
     encoding = ctx.field("encoding", str, "string")
-    if name is None or encoding not in ("string", "json"):
+    too_deep = _too_deep(ctx.record.payload_bytes)
+    if name is None or encoding not in ("string", "json") or too_deep:
         detail = f"artifact {name!r} with encoding {encoding!r}"
+        if too_deep:
+            detail += f": JSON nested more than {MAX_JSON_DEPTH} levels deep"
         ctx.builder.trace.stats.find("bad_payload", ctx.record.line, detail)
         ctx.keep_event()
         return
@@ -153,7 +156,7 @@ def artifact(ctx: RecordContext) -> None:
             output.readable_path = ""
     if name == "torch_version":
         try:
-            version = json.loads(ctx.payload or "").get("pytorch_version")
+            version = loads_bounded(ctx.payload or "").get("pytorch_version")
         except (ValueError, AttributeError):
             version = None
         if isinstance(version, str):
@@ -173,12 +176,13 @@ def dump_file(ctx: RecordContext) -> None:
 def chromium_event(ctx: RecordContext) -> None:
     ctx.consumed_payload = True  # chromium payloads never go to payloads/
     text = ctx.payload or ""
-    if ctx.record.md5_ok and ctx.builder.trace.year is not None:
+    heavy = _bracket_heavy(ctx.record.payload_bytes)
+    if ctx.record.md5_ok and ctx.builder.trace.year is not None and not heavy:
         # an intact payload is the JSON torch wrote (indent=0): newlines only separate tokens
         ctx.builder.add_chromium_json(text.replace("\n", ""))
         return
     try:
-        event = json.loads(text)
+        event = loads_bounded(text)
     except ValueError:
         ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
         return
@@ -241,9 +245,32 @@ def file_stem(filename: str) -> str:
 
 def _decodes_as_object(text: str | None) -> bool:
     try:
-        return isinstance(json.loads(text or ""), dict)
+        return isinstance(loads_bounded(text or ""), dict)
     except ValueError:
         return False
+
+
+def _bracket_heavy(payload: bytes | None) -> bool:
+    """Whether a payload has enough brackets to nest too deeply (two counts at memory speed)."""
+    return bool(payload) and payload.count(b"[") + payload.count(b"{") > MAX_JSON_DEPTH
+
+
+def _too_deep(payload: bytes | None) -> bool:
+    """A payload that is JSON nested too deeply for the code that decodes artifacts by name.
+
+    Such a payload is kept as an event (and in ``payloads/``), never as an artifact, so no page
+    or output file tries to decode it. Only bracket-heavy payloads that start like JSON are
+    decoded to find out.
+    """
+    if payload is None or not _bracket_heavy(payload) or payload.lstrip()[:1] not in b"[{":
+        return False
+    try:
+        loads_bounded(payload.decode("utf-8"))
+    except JSONTooDeep:
+        return True
+    except ValueError:
+        return False
+    return False
 
 
 __all__ = ["BODY_PAYLOAD", "generic_handler"]
