@@ -3,8 +3,8 @@
 Two formats: ``.zip`` (the default, because GitHub issues accept ``.zip`` attachments and
 every system opens it) and ``.7z`` (LZMA2 over the whole site at once, several times smaller
 because every page repeats the same header and navigation, but GitHub issues do not accept
-it: use it for email, chat or release assets). Both hold the same files plus a
-``manifest.json`` at the root of the bundle that lists them.
+it: use it for email, chat or release assets). Both hold exactly the site folder, into
+which :func:`write_bundle` first writes ``manifest.json``: a list of every other file.
 """
 
 from __future__ import annotations
@@ -28,13 +28,8 @@ def site_files(site: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(site).as_posix())
 
 
-def write_zip(
-    site: Path, dest: Path, *, root: str | None = None, manifest: bytes | None = None
-) -> int:
-    """Zip ``site`` into ``dest`` under the folder ``root``; return the archive size.
-
-    ``manifest`` (see :func:`manifest_json`) is added as ``<root>/manifest.json``.
-    """
+def write_zip(site: Path, dest: Path, *, root: str | None = None) -> int:
+    """Zip ``site`` into ``dest`` under the folder ``root``; return the archive size."""
     root = root if root is not None else site.name
     tmp = dest.with_name(dest.name + ".part")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
@@ -46,11 +41,6 @@ def write_zip(
             with open(path, "rb") as source, archive.open(info, "w") as target:
                 while chunk := source.read(1 << 20):
                     target.write(chunk)
-        if manifest is not None:
-            info = zipfile.ZipInfo(_member(root, MANIFEST_NAME), date_time=_FIXED_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            archive.writestr(info, manifest)
     os.replace(tmp, dest)
     return dest.stat().st_size
 
@@ -73,11 +63,14 @@ def manifest_json(
 ) -> bytes:
     """The bundle's manifest: every file with its size and SHA-256, the trace and tlsite version.
 
-    Hashing reads each file once more, which is cheap next to compressing it.
+    The manifest itself (``MANIFEST_NAME`` at the root) is not listed. Hashing reads each file
+    once more, which is cheap next to compressing it.
     """
     files = []
     total = 0
     for path in site_files(site):
+        if path == site / MANIFEST_NAME:
+            continue
         digest = hashlib.sha256()
         with open(path, "rb") as source:
             while chunk := source.read(1 << 20):
@@ -87,8 +80,6 @@ def manifest_json(
         files.append(
             {"path": path.relative_to(site).as_posix(), "size": size, "sha256": digest.hexdigest()}
         )
-    if any(f["path"] == MANIFEST_NAME for f in files):
-        raise ValueError(f"{site} already has a {MANIFEST_NAME}; it cannot be bundled")
     manifest: dict[str, Any] = {
         "generator": f"tlsite {version}",
         "trace": trace,
@@ -101,9 +92,7 @@ def manifest_json(
     return (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def write_7z(
-    site: Path, dest: Path, *, root: str | None = None, manifest: bytes | None = None
-) -> int:
+def write_7z(site: Path, dest: Path, *, root: str | None = None) -> int:
     """Like :func:`write_zip`, as a solid LZMA2 ``.7z`` archive (much smaller, not for issues)."""
     import py7zr
 
@@ -111,9 +100,8 @@ def write_7z(
     tmp = dest.with_name(dest.name + ".part")
     with py7zr.SevenZipFile(tmp, "w") as archive:
         for path in site_files(site):
-            archive.write(path, _member(root, path.relative_to(site).as_posix()))
-        if manifest is not None:
-            archive.writestr(manifest, _member(root, MANIFEST_NAME))
+            name = path.relative_to(site).as_posix()
+            archive.write(path, f"{root}/{name}" if root else name)
     os.replace(tmp, dest)
     return dest.stat().st_size
 
@@ -126,19 +114,17 @@ def write_bundle(
     version: str,
     extra: Mapping[str, Any] | None = None,
 ) -> tuple[Path | None, int]:
-    """Write ``site`` as ``<site>.zip`` or ``<site>.7z`` beside it, with a manifest.
+    """Write ``site/manifest.json``, then ``site`` as ``<site>.zip`` or ``<site>.7z`` beside it.
 
-    Returns the bundle's path and size; ``fmt == "none"`` writes nothing.
+    The manifest goes into the folder itself, so the bundle is exactly the folder. Returns the
+    bundle's path and size; ``fmt == "none"`` writes nothing (and no manifest).
     """
     if fmt not in BUNDLE_FORMATS:
         raise ValueError(f"bundle format must be one of {', '.join(BUNDLE_FORMATS)}, not {fmt!r}")
     if fmt == "none":
         return None, 0
     manifest = manifest_json(site, trace=trace, version=version, extra=extra)
+    (site / MANIFEST_NAME).write_bytes(manifest)
     dest = site.with_name(f"{site.name}.{fmt}")
     writer = write_zip if fmt == "zip" else write_7z
-    return dest, writer(site, dest, manifest=manifest)
-
-
-def _member(root: str, name: str) -> str:
-    return f"{root}/{name}" if root else name
+    return dest, writer(site, dest)
