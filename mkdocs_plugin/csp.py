@@ -26,8 +26,9 @@ import hashlib
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from mkdocs.utils import get_relative_url
+from mkdocs.utils import get_relative_url, is_error_template
 
 #: What ``main.html`` writes where the policy goes (first in ``<head>``, before any script).
 MARKER = "<!--tlsite:csp-->"
@@ -102,9 +103,8 @@ def _trusted(dirs: tuple[str, ...], base_url: str, scope: str | None, features: 
     return frozenset(bodies)
 
 
-def trusted_scripts(page_url: str, config: Any) -> frozenset:
-    """The theme's own inline scripts for a page at ``page_url`` (site-relative)."""
-    base_url = get_relative_url(".", page_url)
+def trusted_scripts(base_url: str, config: Any) -> frozenset:
+    """The theme's own inline scripts for a page whose ``base_url`` (in MkDocs' sense) is given."""
     extra = config.get("extra") or {}
     theme = config["theme"]
     return _trusted(
@@ -120,10 +120,26 @@ def add_csp(html: str, *, page: Any, config: Any) -> str:
 
     Only inline scripts that are also rendered by the theme's own templates get a hash.
     """
+    return _with_policy(html, get_relative_url(".", page.url), config)
+
+
+def add_csp_to_template(html: str, *, template_name: str, config: Any) -> str:
+    """:func:`add_csp` for a theme template rendered as a page of its own (``404.html``).
+
+    ``base_url`` is computed as MkDocs computes it for such templates.
+    """
+    if is_error_template(template_name):
+        base_url = urlsplit(config.get("site_url") or "/").path
+    else:
+        base_url = get_relative_url(".", template_name)
+    return _with_policy(html, base_url, config)
+
+
+def _with_policy(html: str, base_url: str, config: Any) -> str:
     at = html.find(MARKER)
     if at < 0:
         return html
-    trusted = trusted_scripts(page.url, config)
+    trusted = trusted_scripts(base_url, config)
     hashes = [sha256_source(body) for body in inline_scripts(html) if body in trusted]
     meta = f'<meta http-equiv="Content-Security-Policy" content="{policy(hashes)}">'
     return html[:at] + meta + html[at + len(MARKER) :]

@@ -34,7 +34,7 @@ from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, Page, SiteTree, render_tree
 
-from .csp import add_csp
+from .csp import add_csp, add_csp_to_template
 from .site_config import ASSET_DIR, EXTRA_CSS, EXTRA_JS, THEME_DIR
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
@@ -225,6 +225,12 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         # the policy is computed on the page before the big blocks go in: they hold no script
         # (all escaped), and scanning megabytes of code for <script> tags is the slow part
         return PLACEHOLDER_PATTERN.sub(insert, add_csp(output, page=page, config=config))
+
+    def on_post_template(
+        self, output_content: str, /, *, template_name: str, config: MkDocsConfig
+    ) -> str:
+        """Theme templates built as pages (``404.html``) get the same policy as report pages."""
+        return add_csp_to_template(output_content, template_name=template_name, config=config)
 
     @event_priority(-50)
     def on_post_build(self, *, config: MkDocsConfig) -> None:
