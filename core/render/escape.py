@@ -96,5 +96,10 @@ def url_path(value: object) -> Markup:
 
 
 def yaml_string(value: object) -> Markup:
-    """A double-quoted YAML scalar (JSON strings are valid YAML) for front matter."""
-    return Markup(json.dumps(str(value), ensure_ascii=False))
+    """A front-matter title: HTML-escaped, as a double-quoted YAML scalar (JSON is valid YAML).
+
+    MkDocs themes print ``page.title`` without escaping (``<title>``, the header, search
+    results), so a title built from trace text must already be HTML-safe.
+    """
+    text = html.escape(str(value).replace("\r", " ").replace("\n", " "), quote=True)
+    return Markup(json.dumps(text, ensure_ascii=False))
