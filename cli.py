@@ -8,6 +8,7 @@ skipped lines.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -17,12 +18,12 @@ import webbrowser
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tlsite import __version__
 
 if TYPE_CHECKING:
-    from tlsite.core import LogSource
+    from tlsite.core import LogSource, ResolvedInput
     from tlsite.core.redact import Redactor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
@@ -140,7 +141,17 @@ def _add_trace_options(parser: argparse.ArgumentParser, *, latest: bool = True) 
         parser.add_argument(
             "--latest", action="store_true", help="use the newest log in a directory"
         )
-    parser.add_argument("--rank", type=int, help="for a folder of rank logs: the rank to build")
+    parser.add_argument("--rank", type=int, help="for a folder of rank logs: build this rank only")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        help="ranks read at a time for a folder of rank logs (default: one per core)",
+    )
+    parser.add_argument(
+        "--all-ranks-html",
+        action="store_true",
+        help="accepted for tlparse users: a folder of rank logs always gives all ranks",
+    )
     parser.add_argument(
         "-e", "--export", action="store_true", default=None, help="draft-export report mode"
     )
@@ -238,6 +249,8 @@ def _build_command(args: argparse.Namespace) -> int:
             progress=not args.quiet and sys.stderr.isatty(),
             bundle=_bundle_format(args),
             redactor=_redactor(args),
+            jobs=args.jobs,
+            all_ranks=args.all_ranks_html,
         )
     except InputError as exc:
         return _fail(str(exc), EXIT_FAILED)
@@ -332,7 +345,7 @@ def _markdown_command(args: argparse.Namespace) -> int:
 
 def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     from tlsite.core import InputError
-    from tlsite.run_command import build_ranks, new_trace_dir, run_traced, traced_ranks
+    from tlsite.run_command import new_trace_dir, run_traced, traced_ranks
 
     out = Path(args.out).resolve()
     if out.exists() and not args.overwrite:
@@ -355,8 +368,8 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     try:
         returncode = run_traced(command, trace_dir)
         ranks = traced_ranks(trace_dir)
-        if len(ranks) > 1 and args.rank is None:
-            outcome = build_ranks(trace_dir, out, ranks, **options)
+        if len(ranks) > 1 and args.rank is None:  # one site for all ranks
+            outcome = build(str(trace_dir), out, jobs=args.jobs, **options)
         else:
             outcome = build(str(trace_dir), out, latest=True, rank=args.rank, **options)
     except InputError as exc:
@@ -388,12 +401,15 @@ def build(
     progress: bool = False,
     bundle: str | None = None,
     redactor: Redactor | None = None,
+    jobs: int | None = None,
+    all_ranks: bool = False,
 ) -> BuildOutcome:
     """Read, render and build into a temporary folder, then swap it in place of ``out``.
 
     ``bundle`` is ``zip``, ``7z`` or ``none`` (default: ``zip``, or ``none`` without
     ``make_zip``). With ``redactor``, the log is redacted as it is read, so every page, file
-    and the bundle is made from the redacted text.
+    and the bundle is made from the redacted text. A folder of rank logs (and no ``rank``)
+    gives one site for all ranks, ``jobs`` ranks read at a time (``all_ranks``: even one).
     """
     from tlsite.core import load_source, resolve_input, select_log
     from tlsite.core.bundle import write_bundle
@@ -406,6 +422,19 @@ def build(
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     with Progress(enabled=progress) as bar, resolve_input(path, latest=latest) as resolved:
+        rank_logs = all(log.rank is not None for log in resolved.logs)
+        several = resolved.is_multi_rank and len(resolved.logs) > 1
+        if rank is None and (several or (all_ranks and rank_logs)):
+            return _build_all_ranks(
+                resolved,
+                out,
+                bar=bar,
+                started=started,
+                jobs=jobs,
+                export_mode=export_mode,
+                fmt=bundle if bundle is not None else ("zip" if make_zip else "none"),
+                redactor=redactor,
+            )
         log = select_log(resolved, rank, path)
         if redactor is not None:
             log = redacted_source(log, redactor)
@@ -416,20 +445,28 @@ def build(
         else:
             trace.notes.extend(redactor.text(note) for note in resolved.notes)
             trace.notes.append(redaction_note(redactor))
+        fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
+        extra = {} if redactor is None else {"redaction": redaction_summary(redactor)}
+        # the site and its bundle are both made in the staging folder and only then moved
+        # into place: a build that fails at any step leaves the previous report and bundle
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
         try:
             bar.stage("Writing pages")
             raw_log = Path(log.plain_path) if log.plain_path else (lambda: _chunks(log))
-            build_report(trace, staging / "site", raw_log=raw_log, on_page=bar.advance)
-            _swap_into_place(staging / "site", out)
+            site = staging / out.name  # the bundle's top folder is named after the site
+            build_report(trace, site, raw_log=raw_log, on_page=bar.advance)
+            if fmt != "none":
+                bar.stage(f"Writing the {fmt} bundle")
+            archive, size = write_bundle(
+                site, fmt, trace=trace.source, version=__version__, extra=extra
+            )
+            _swap_into_place(site, out)
+            if archive is not None:
+                archive = out.with_name(archive.name)
+                os.replace(staging / archive.name, archive)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             trace.close()
-        fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
-        if fmt != "none":
-            bar.stage(f"Writing the {fmt} bundle")
-        extra = {} if redactor is None else {"redaction": redaction_summary(redactor)}
-        archive, size = write_bundle(out, fmt, trace=trace.source, version=__version__, extra=extra)
     return BuildOutcome(
         site=out,
         bundle=archive,
@@ -437,6 +474,60 @@ def build(
         seconds=time.perf_counter() - started,
         summary=trace.stats.summary(),
         clean=trace.stats.is_clean,
+        bundle_format=fmt,
+    )
+
+
+def _build_all_ranks(
+    resolved: ResolvedInput,
+    out: Path,
+    *,
+    bar: Any,
+    started: float,
+    jobs: int | None,
+    export_mode: bool | None,
+    fmt: str,
+    redactor: Redactor | None,
+) -> BuildOutcome:
+    """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports."""
+    from tlsite.core.bundle import write_bundle
+    from tlsite.core.redact import redacted_source, redaction_summary
+    from tlsite.mkdocs_plugin.multirank_build import build_multirank
+
+    if redactor is not None:
+        logs = [redacted_source(log, redactor) for log in resolved.logs]
+        resolved = dataclasses.replace(resolved, logs=logs)
+    bar.stage(f"Reading and building {len(resolved.logs)} ranks", len(resolved.logs))
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        outcome = build_multirank(
+            resolved,
+            staging / "site",
+            jobs=jobs,
+            export_mode=export_mode,
+            on_rank=lambda _summary: bar.advance(),
+            redactor=redactor,
+        )
+        _swap_into_place(staging / "site", out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if fmt != "none":
+        bar.stage(f"Writing the {fmt} bundle")
+    extra: dict[str, Any] = {"ranks": sorted(outcome.summaries)}
+    if redactor is not None:
+        extra["redaction"] = redaction_summary(redactor)
+    name = f"{len(outcome.summaries)} rank logs"
+    archive, size = write_bundle(out, fmt, trace=name, version=__version__, extra=extra)
+    lines = [outcome.summaries[r] for r in sorted(outcome.summaries)]
+    if resolved.ignored:
+        lines.append("Not rank logs, ignored: " + ", ".join(resolved.ignored))
+    return BuildOutcome(
+        site=out,
+        bundle=archive,
+        bundle_size=size,
+        seconds=time.perf_counter() - started,
+        summary="\n".join(lines),
+        clean=outcome.clean,
         bundle_format=fmt,
     )
 
@@ -449,14 +540,26 @@ def _chunks(log: LogSource) -> Iterator[bytes]:
 
 
 def _swap_into_place(built: Path, out: Path) -> None:
-    """Replace ``out`` with ``built`` so a failed build never leaves a half-written report."""
+    """Replace ``out`` with ``built`` so a failed build never leaves a half-written report.
+
+    The old ``out`` is moved aside first, and moved back if ``built`` cannot take its place.
+    """
     old = None
-    if out.exists():
+    if out.exists() or out.is_symlink():
         old = out.with_name(f".{out.name}.old-{os.getpid()}")
         os.replace(out, old)
-    os.replace(built, out)
-    if old is not None:
+    try:
+        os.replace(built, out)
+    except BaseException:
+        if old is not None:
+            os.replace(old, out)
+        raise
+    if old is None:
+        return
+    if old.is_dir() and not old.is_symlink():
         shutil.rmtree(old, ignore_errors=True)
+    else:
+        old.unlink(missing_ok=True)
 
 
 def _print_summary(outcome: BuildOutcome) -> None:

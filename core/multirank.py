@@ -47,7 +47,7 @@ SCHEDULE_ARTIFACT = "inductor_collective_schedule"
 EXECUTION_ARTIFACT = "graph_execution"
 
 #: Per-rank hook run in the worker while the rank's model is still open (see load_ranks).
-RankHook = Callable[[Trace, "RankSummary"], Any]
+RankHook = Callable[[Trace, "RankSummary", LogSource], Any]
 
 
 # -- the summary --------------------------------------------------------------------------------
@@ -429,7 +429,7 @@ def _run_task(task: _Task) -> RankSummary:
         summary = summarize_trace(trace, task.rank, task.workdir)
         summary.source = task.source.display_name
         if task.hook is not None:
-            summary.extra = task.hook(trace, summary)
+            summary.extra = task.hook(trace, summary, task.source)
         return summary
     finally:
         trace.close()
@@ -478,7 +478,7 @@ def load_ranks(
     """Summarise every log of ``resolved`` (all ranks of a job), ``jobs`` at a time.
 
     ``workdir`` receives the spill files (a temporary folder by default, removed by
-    ``RankSet.close()``). ``per_rank(trace, summary)`` runs in the worker while the rank's
+    ``RankSet.close()``). ``per_rank(trace, summary, source)`` runs in the worker while the rank's
     model is open (to write that rank's own report, say) and its picklable return value is
     kept in ``summary.extra``; it must be a module-level function (or a partial of one).
     ``on_rank(summary)`` is called in this process as each rank finishes (for progress).

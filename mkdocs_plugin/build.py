@@ -24,12 +24,16 @@ def build_report(
     raw_log: Path | Callable[[], Iterator[bytes]] | None = None,
     site_name: str | None = None,
     on_page: Callable[[], None] | None = None,
+    highlight_workers: int | None = None,
 ) -> TlsitePlugin:
     """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet).
 
     ``on_page`` is called after each page is written (for a progress bar).
+    ``highlight_workers`` caps the highlighting processes (default: one per core).
     """
-    plugin = TlsitePlugin(trace=trace, raw_log=raw_log, on_page=on_page)
+    plugin = TlsitePlugin(
+        trace=trace, raw_log=raw_log, on_page=on_page, highlight_workers=highlight_workers
+    )
     errors, _warnings = plugin.load_config({})
     if errors:
         raise ValueError(f"tlsite plugin configuration: {errors}")

@@ -78,11 +78,13 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         trace: Trace | None = None,
         raw_log: Any = None,
         on_page: Callable[[], None] | None = None,
+        highlight_workers: int | None = None,
     ) -> None:
         super().__init__()
         self._trace = trace
         self._raw_log = raw_log
         self._on_page = on_page
+        self._highlight_workers = highlight_workers
         self.tree: SiteTree | None = None
         self.compat_files: list[str] = []
         self._highlighter: Highlighter | None = None
@@ -165,7 +167,9 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         assert self.tree is not None
         # start highlighting every code block now, in worker processes, while MkDocs works
         self.trace.store.flush()  # the workers read code from the store's pack file
-        self._highlighter = Highlighter(self.trace.store.spill_path("highlight"))
+        self._highlighter = Highlighter(
+            self.trace.store.spill_path("highlight"), workers=self._highlight_workers
+        )
         in_nav = set(_nav_paths(self.tree.nav))
         for page in self.tree.pages:
             uri = f"{self.prefix}{page.path}"

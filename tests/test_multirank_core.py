@@ -58,7 +58,6 @@ pytestmark = pytest.mark.skipif(
     not MULTI_RANK_LOGS.is_dir(), reason="shared trace corpus not available"
 )
 
-NEEDS_CLI = pytest.mark.skip(reason="needs the multi-rank build path in cli.py (next step)")
 MD_EXTENSIONS = ["admonition", "attr_list", "tables", "md_in_html", "toc"]
 
 
@@ -578,7 +577,7 @@ def test_an_unreadable_rank_does_not_stop_the_others(tmp_path: Path) -> None:
 
 
 # -- loading: parallel, deterministic, compact -----------------------------------------------------
-def _source_of(trace: object, summary: RankSummary) -> str:
+def _source_of(trace: object, summary: RankSummary, source: object) -> str:
     """A per-rank hook (module level, so it pickles): runs in the worker with the model open."""
     return f"{summary.rank}:{len(trace.units)}"  # type: ignore[attr-defined]
 
@@ -785,6 +784,7 @@ def run_build(path: Path, out: Path) -> subprocess.CompletedProcess[str]:
             "--overwrite",
             "--no-zip",
             "--no-browser",
+            "--all-ranks-html",  # as tlparse's multi-rank tests do
         ],
         capture_output=True,
         text=True,
@@ -800,7 +800,6 @@ def rank_pages(out: Path, ranks: Iterable[int]) -> None:
     assert (out / "index.html").is_file()
 
 
-@NEEDS_CLI
 def test_cli_all_ranks_basic(tmp_path: Path) -> None:  # 19, 21
     out = tmp_path / "out"
     done = run_build(MULTI_RANK_LOGS, out)
@@ -812,14 +811,12 @@ def test_cli_all_ranks_basic(tmp_path: Path) -> None:  # 19, 21
     assert str(out) in done.stdout
 
 
-@NEEDS_CLI
 def test_cli_messy_input(tmp_path: Path) -> None:  # 20
     out = tmp_path / "out"
     assert run_build(MESSY, out).returncode == 0
     rank_pages(out, (0, 1))
 
 
-@NEEDS_CLI
 def test_cli_chromium_events_sparse(tmp_path: Path) -> None:  # 24, 25
     folder = copy_dir(MULTI_RANK_LOGS, tmp_path / "logs")
     log_of(folder, 1).write_bytes(b"")
@@ -830,7 +827,6 @@ def test_cli_chromium_events_sparse(tmp_path: Path) -> None:  # 24, 25
     assert read_json(out / "rank_1" / "chromium_events.json") == []
 
 
-@NEEDS_CLI
 def test_cli_landing_phrases(tmp_path: Path) -> None:  # 26, 33, 35–38, 41 on the built page
     cases = {
         MULTI_RANK_LOGS: ["Diverging Compilation IDs detected", "Diverging Cache hit/miss"],
@@ -853,7 +849,6 @@ def test_cli_landing_phrases(tmp_path: Path) -> None:  # 26, 33, 35–38, 41 on 
     assert (tmp_path / "out1" / "collective_schedules.json").is_file()
 
 
-@NEEDS_CLI
 def test_cli_collectives_parity(tmp_path: Path) -> None:  # 40
     out = tmp_path / "out"
     assert run_build(PARITY, out).returncode == 0

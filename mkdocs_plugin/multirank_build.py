@@ -1,0 +1,139 @@
+"""Build one site for a multi-rank job: a landing page plus each rank's full report.
+
+Ranks are read in worker processes (:func:`tlsite.core.multirank.load_ranks`), and each worker
+also builds its rank's report into ``rank_<N>/`` while the rank's model is open, so memory is
+bounded by the largest rank, not the sum. The landing page compares the ranks' summaries.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tlsite.core import LogSource, ResolvedInput, load_source
+from tlsite.core.analysis.divergence import analyse
+from tlsite.core.model import Trace
+from tlsite.core.multirank import RankSummary, load_ranks
+from tlsite.core.redact import Redactor, redaction_note
+from tlsite.core.render.landing import render_landing
+from tlsite.core.render.multirank_files import write_multirank_files
+
+from .build import build_report
+from .site_config import build_site, site_config
+
+# Landing links point into the rank sites, which the landing's own MkDocs build cannot see.
+_RANK_LINK = re.compile(r'href="(rank_\d+/[^"#]*?)\.md(#[^"]*)?"')
+
+
+@dataclass
+class MultiRankOutcome:
+    """What a multi-rank build made, for the terminal summary."""
+
+    ranks: list[RankSummary]
+    summaries: dict[int, str]
+    clean: bool
+
+
+def build_rank_report(
+    out_root: str,
+    redactor: Redactor | None,
+    trace: Trace,
+    summary: RankSummary,
+    source: LogSource,
+) -> dict:
+    """Worker hook: write this rank's complete report into ``out_root/rank_<N>``."""
+    site = Path(out_root) / f"rank_{summary.rank}"
+    raw_log = Path(source.plain_path) if source.plain_path else None
+    trace.notes.append(
+        f"Rank {summary.rank} of a multi-rank job: the landing page one folder up "
+        "compares all ranks."
+    )
+    if redactor is not None:
+        trace.notes.append(redaction_note(redactor))
+    # the ranks already run in parallel: one highlighting process per rank is enough
+    build_report(
+        trace, site, raw_log=raw_log, highlight_workers=1, site_name=f"Rank {summary.rank}"
+    )
+    return {"summary": trace.stats.summary(), "clean": trace.stats.is_clean}
+
+
+def build_multirank(
+    resolved: ResolvedInput,
+    site_dir: Path,
+    *,
+    jobs: int | None = None,
+    export_mode: bool | None = None,
+    on_rank: Any = None,
+    redactor: Redactor | None = None,
+) -> MultiRankOutcome:
+    """Write the whole multi-rank site into ``site_dir`` (which must not exist yet).
+
+    With ``redactor`` (whose logs are already redacted as they are read), the ranks are read
+    in this process so that it counts every replacement.
+    """
+    site_dir.mkdir(parents=True)
+    if redactor is not None:
+        jobs = 1
+    hook = functools.partial(build_rank_report, str(site_dir), redactor)
+    with load_ranks(
+        resolved, jobs=jobs, export_mode=export_mode, per_rank=hook, on_rank=on_rank
+    ) as ranks:
+        summaries = list(ranks.ranks)
+        for summary in summaries:
+            if summary.empty:  # the rank logged nothing: its report says so
+                _build_empty_rank(site_dir, summary)
+        report = analyse(summaries)
+        landing = render_landing(report)
+        _build_landing(landing, site_dir, title=f"tlsite: {len(summaries)} ranks")
+        write_multirank_files(summaries, site_dir)
+    lines = {}
+    clean = True
+    for summary in summaries:
+        extra = summary.extra if isinstance(summary.extra, dict) else {}
+        if summary.error:
+            lines[summary.rank] = f"rank {summary.rank}: not readable: {summary.error}"
+            clean = False
+        elif summary.empty:
+            lines[summary.rank] = f"rank {summary.rank}: empty log"
+        else:
+            lines[summary.rank] = extra.get("summary", f"rank {summary.rank}")
+            clean = clean and bool(extra.get("clean", True))
+    return MultiRankOutcome(summaries, lines, clean)
+
+
+def _build_empty_rank(site_dir: Path, summary: RankSummary) -> None:
+    """A report for an empty rank log, so every rank has its folder and files."""
+    source = LogSource(summary.source, lambda: io.BytesIO(b""), summary.rank, 0)
+    trace = load_source(source)
+    try:
+        trace.notes.append(f"The log of rank {summary.rank} is empty: it logged nothing.")
+        build_report(trace, site_dir / f"rank_{summary.rank}", highlight_workers=1)
+    finally:
+        trace.close()
+
+
+def _build_landing(markdown: str, site_dir: Path, *, title: str) -> None:
+    """Build the landing page as its own small site and move it into ``site_dir``'s root."""
+    logging.getLogger("mkdocs").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="tlsite-landing-") as scratch:
+        docs = Path(scratch) / "docs"
+        docs.mkdir()
+        (docs / "index.md").write_text(markdown, encoding="utf-8")
+        built = Path(scratch) / "site"
+        config = site_config(docs_dir=str(docs), site_dir=str(built), site_name=title)
+        config["nav"] = [{"All ranks": "index.md"}]
+        build_site(config, config_dir=scratch)
+        index = built / "index.html"
+        index.write_text(
+            _RANK_LINK.sub(r'href="\1.html\2"', index.read_text(encoding="utf-8")),
+            encoding="utf-8",
+        )
+        for item in built.iterdir():
+            shutil.move(str(item), site_dir / item.name)
