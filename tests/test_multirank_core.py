@@ -854,3 +854,21 @@ def test_cli_collectives_parity(tmp_path: Path) -> None:  # 40
     assert run_build(PARITY, out).returncode == 0
     report = read_json(out / "rank_0" / "collectives_parity.json")
     assert len(report["graphs"]) == 2  # type: ignore[index]
+
+
+def test_cli_builds_a_sixteen_rank_job_with_one_page_per_rank(tmp_path: Path) -> None:
+    """A 16-rank job (copies of a real rank log) builds; the landing page links each rank
+    once and stays small (it groups ranks; it never lists ranks x compile ids)."""
+    job = tmp_path / "job"
+    job.mkdir()
+    base = sorted(MULTI_RANK_LOGS.glob("*rank_0*.log"))[0]
+    for rank in range(16):
+        shutil.copyfile(base, job / f"dedicated_log_torch_trace_rank_{rank}.log")
+    out = tmp_path / "out"
+    done = run_build(job, out)
+    assert done.returncode == 0, done.stderr
+    rank_pages(out, range(16))
+    landing = (out / "index.html").read_text(encoding="utf-8")
+    for rank in range(16):
+        assert landing.count(f'href="rank_{rank}/index.html"') == 1
+    assert len(landing) < 200_000
