@@ -10,7 +10,7 @@ import re
 from pathlib import PurePosixPath
 
 from .frames import drop_convert_frame_suffix
-from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD
+from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, Artifact
 from .records import MAX_JSON_DEPTH, JSONTooDeep, loads_bounded
 from .registry import RecordContext, handles, safe_name
 
@@ -168,8 +168,27 @@ def dump_file(ctx: RecordContext) -> None:
     name = ctx.field("name", str, "")
     match = _EVAL_WITH_KEY.search(name)
     stem = f"eval_with_key_{match.group(1)}" if match else safe_name(name)
-    output = ctx.emit_global(f"dump_file/{stem}.html", name=name, body=BODY_PAGE)
-    ctx.builder.trace.dump_files[name] = output
+    dump_files = ctx.builder.trace.dump_files
+    path = _unclaimed(f"dump_file/{stem}", ".html", dump_files, name)
+    output = ctx.emit_global(path, name=name, body=BODY_PAGE)
+    dump_files[name] = output
+
+
+def _unclaimed(stem: str, ext: str, claimed: dict[str, Artifact], name: str) -> str:
+    """``stem + ext``, or ``stem_N + ext`` when another name already has that path.
+
+    Names that differ only in case (``Foo``/``foo``) or in characters :func:`safe_name`
+    replaces (``a/b``/``a_b``) would otherwise share one file, or two files that overwrite each
+    other when the bundle is unpacked on a case-insensitive file system. The same name logged
+    again keeps its path (tlparse overwrites that file too).
+    """
+    owners = {a.path.lower(): n for n, a in claimed.items() if a.path}
+    path = stem + ext
+    suffix = 1
+    while owners.get(path.lower(), name) != name:
+        suffix += 1
+        path = f"{stem}_{suffix}{ext}"
+    return path
 
 
 @handles("chromium_event")
