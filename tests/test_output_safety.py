@@ -19,6 +19,7 @@ import os
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import py7zr
 import pytest
@@ -275,3 +276,99 @@ def test_input_archives_cannot_escape_or_explode(
     assert snapshot(tmp_path) == before
     assert not list(tmp_path.rglob("outside.log"))
     assert not os.path.exists("/tmp/tlsite_outside.log")
+
+
+# -- atomic output ---------------------------------------------------------------------------------
+@pytest.fixture
+def existing(tmp_path: Path) -> tuple[Path, dict[str, bytes], dict[str, bytes]]:
+    """A report and its bundle from an earlier build: (site, its files, files beside it)."""
+    out = tmp_path / "report"
+    build(str(tlparse_input("links.log")), out, bundle="zip")
+    (out / "my notes.txt").write_text("kept\n", encoding="utf-8")
+    return out, snapshot(out), snapshot(tmp_path, skip=lambda p: out in p.parents or p == out)
+
+
+def assert_untouched(existing: tuple[Path, dict[str, bytes], dict[str, bytes]]) -> None:
+    out, site, beside = existing
+    assert snapshot(out) == site
+    assert snapshot(out.parent, skip=lambda p: out in p.parents or p == out) == beside
+    leftovers = [p.name for p in out.parent.iterdir() if p.name.startswith(".")]
+    assert leftovers == []  # no staging folder, no moved-aside old report
+
+
+def _fail_after_writing_pages(real: Callable[..., Any], error: BaseException) -> Callable:
+    def failing(trace: Any, site_dir: Path, **kwargs: Any) -> Any:
+        real(trace, site_dir, **kwargs)
+        assert (site_dir / "index.html").is_file()  # the new report was half done
+        raise error
+
+    return failing
+
+
+@pytest.mark.parametrize("error", [RuntimeError("disk full"), KeyboardInterrupt()])
+def test_a_build_failing_after_the_pages_leaves_the_old_report(
+    existing: Any, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    import tlsite.mkdocs_plugin.build as site_build
+
+    failing = _fail_after_writing_pages(site_build.build_report, error)
+    monkeypatch.setattr(site_build, "build_report", failing)
+    with pytest.raises(type(error)):
+        build(str(EXAMPLE), existing[0], bundle="zip")
+    assert_untouched(existing)
+
+
+def test_a_build_failing_in_the_bundle_leaves_the_old_report_and_bundle(
+    existing: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tlsite.core.bundle as bundle
+
+    def failing(site: Path, dest: Path, **kwargs: Any) -> int:
+        dest.with_name(dest.name + ".part").write_bytes(b"half a zip")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bundle, "write_zip", failing)
+    with pytest.raises(OSError):
+        build(str(EXAMPLE), existing[0], bundle="zip")
+    assert_untouched(existing)
+
+
+def test_a_failed_swap_puts_the_old_report_back(
+    existing: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = existing[0]
+    real = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        if Path(dst) == out and ".old-" not in Path(src).name:
+            raise OSError(5, "Input/output error")
+        real(src, dst)
+
+    monkeypatch.setattr(cli.os, "replace", replace)
+    with pytest.raises(OSError):
+        build(str(EXAMPLE), out, bundle="zip")
+    assert_untouched(existing)
+
+
+def test_unreadable_input_leaves_the_old_report(
+    existing: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = existing[0]
+    empty = out.parent / "empty.log"
+    empty.write_bytes(b"")
+    code = cli.main(["build", str(empty), "-o", str(out), "--overwrite", "--no-browser"])
+    assert code == cli.EXIT_FAILED
+    assert "empty file" in capsys.readouterr().err
+    empty.unlink()
+    assert_untouched(existing)
+
+
+def test_a_successful_build_replaces_report_and_bundle_together(existing: Any) -> None:
+    out = existing[0]
+    outcome = build(str(EXAMPLE), out, bundle="zip")
+    assert not (out / "my notes.txt").exists()
+    assert outcome.bundle == out.with_name("report.zip")
+    with zipfile.ZipFile(outcome.bundle) as bundle:
+        names = {n.removeprefix("report/") for n in bundle.namelist()}
+    assert names == set(snapshot(out))
+    assert sorted(p.name for p in out.parent.iterdir()) == ["report", "report.zip"]
