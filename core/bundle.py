@@ -20,6 +20,7 @@ from typing import Any
 #: GitHub's limit for a file attached to an issue.
 GITHUB_ATTACHMENT_LIMIT = 25 * 1024 * 1024
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # deterministic archives: same input, same bytes
+_FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (for .7z)
 
 
 def site_files(site: Path) -> list[Path]:
@@ -98,10 +99,18 @@ def write_7z(site: Path, dest: Path, *, root: str | None = None) -> int:
 
     root = root if root is not None else site.name
     tmp = dest.with_name(dest.name + ".part")
+    from py7zr.helpers import ArchiveTimestamp
+
+    fixed = ArchiveTimestamp.from_datetime(_FIXED_TIMESTAMP)
     with py7zr.SevenZipFile(tmp, "w") as archive:
         for path in site_files(site):
             name = path.relative_to(site).as_posix()
             archive.write(path, f"{root}/{name}" if root else name)
+            # py7zr stores each file's own times (ctime cannot even be set): fixed times
+            # make the same site give the same archive, as in the zip
+            info = archive.header.files_info.files[-1]
+            for key in ("creationtime", "lastwritetime", "lastaccesstime"):
+                info[key] = fixed
     os.replace(tmp, dest)
     return dest.stat().st_size
 

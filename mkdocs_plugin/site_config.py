@@ -154,7 +154,15 @@ def build_site(
         cfg.plugins[name] = plugin
     # The CLI calls on_startup/on_shutdown around build(); build() itself does not.
     cfg.plugins.on_startup(command="build", dirty=False)
+    # MkDocs dates every page with the day of the build, and the sitemap's gzip header carries
+    # that date: the same trace built on another day gave another site. A report depends on
+    # its trace only (a SOURCE_DATE_EPOCH the user sets still wins).
+    pin_date = "SOURCE_DATE_EPOCH" not in os.environ
+    if pin_date:
+        os.environ["SOURCE_DATE_EPOCH"] = "0"
     try:
         build(cfg)
     finally:
+        if pin_date:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
         cfg.plugins.on_shutdown()

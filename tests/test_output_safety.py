@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import io
 import json
 import os
+import shutil
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,10 +25,11 @@ from typing import Any
 
 import py7zr
 import pytest
-from corpus import PROJECT_ROOT, tlparse_input, trace_lines
+from corpus import PROJECT_ROOT, TORCH_213, tlparse_input, trace_lines
 
 from tlsite import cli
 from tlsite.cli import build
+from tlsite.core.bundle import write_7z
 
 CID = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
 EXAMPLE = PROJECT_ROOT / "core" / "examples" / "example.log"
@@ -372,3 +375,53 @@ def test_a_successful_build_replaces_report_and_bundle_together(existing: Any) -
         names = {n.removeprefix("report/") for n in bundle.namelist()}
     assert names == set(snapshot(out))
     assert sorted(p.name for p in out.parent.iterdir()) == ["report", "report.zip"]
+
+
+# -- deterministic output --------------------------------------------------------------------------
+class _AnotherDay(datetime.datetime):
+    """``datetime`` as MkDocs sees it on another day (it dates pages and the sitemap)."""
+
+    @classmethod
+    def now(cls, tz: datetime.tzinfo | None = None) -> datetime.datetime:  # type: ignore[override]
+        return datetime.datetime(2001, 2, 3, 4, 5, 6, tzinfo=tz)
+
+
+def _provenance_trace() -> Path:
+    found = sorted((TORCH_213 / "provenance").glob("*.log"))
+    if not found:
+        pytest.fail(f"no provenance trace in {TORCH_213}")
+    return found[0]
+
+
+DETERMINISM_TRACES = {
+    "example": lambda: EXAMPLE,
+    "export": lambda: tlparse_input("export.log"),
+    "provenance": _provenance_trace,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DETERMINISM_TRACES))
+def test_two_builds_are_byte_identical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    import mkdocs.utils
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    source = DETERMINISM_TRACES[name]()
+    built = []
+    for run in ("first", "second"):
+        log = tmp_path / f"input-{run}" / "trace.log"  # the same name, in another folder
+        log.parent.mkdir()
+        shutil.copyfile(source, log)
+        with monkeypatch.context() as patch:
+            if run == "second":
+                patch.setattr(mkdocs.utils, "datetime", _AnotherDay)
+            outcome = build(str(log), tmp_path / run / "report", bundle="zip")
+        assert outcome.bundle is not None
+        sevenzip = outcome.site.with_name("report.7z")
+        write_7z(outcome.site, sevenzip)  # files written at other times, with other ctimes
+        built.append((snapshot(outcome.site), outcome.bundle.read_bytes(), sevenzip.read_bytes()))
+    (site_1, zip_1, sz_1), (site_2, zip_2, sz_2) = built
+    assert site_1 == site_2
+    assert zip_1 == zip_2
+    assert sz_1 == sz_2
