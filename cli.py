@@ -563,7 +563,7 @@ def _swap_into_place(built: Path, out: Path) -> None:
 
 
 def _print_summary(outcome: BuildOutcome) -> None:
-    from tlsite.core.bundle import GITHUB_ATTACHMENT_LIMIT
+    from tlsite.core.bundle import GITHUB_ATTACHMENT_LIMIT, left_out_of_zip
 
     lines = [outcome.summary, f"Report: {outcome.site / 'index.html'}"]
     if outcome.bundle is not None and outcome.bundle_format == "7z":
@@ -575,10 +575,16 @@ def _print_summary(outcome: BuildOutcome) -> None:
     elif outcome.bundle is not None:
         mb = outcome.bundle_size / 1e6
         lines.append(f"Bundle: {outcome.bundle} ({mb:.1f} MB) — attach it to a GitHub issue")
+        if left_out_of_zip(outcome.site):
+            lines.append(
+                "Note: raw.log (the input log) is left out of the zip to keep it under GitHub's "
+                "25 MB attachment limit; it is in the site folder."
+            )
         if outcome.bundle_size > GITHUB_ATTACHMENT_LIMIT:
             lines.append(
-                "Warning: the bundle is over GitHub's 25 MB attachment limit; attach the raw "
-                "log (gzipped) instead, or publish the site (see the README)."
+                "Warning: the bundle is over GitHub's 25 MB attachment limit. To shrink it: "
+                "--bundle 7z (several times smaller, for email or release assets), tlsite "
+                "publish (GitHub Pages), or --redact=code; or attach the raw log gzipped."
             )
     lines.append(
         "Note: a trace contains your model's source code and file paths; share it knowingly."

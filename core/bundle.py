@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -29,21 +30,47 @@ def site_files(site: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(site).as_posix())
 
 
-def write_zip(site: Path, dest: Path, *, root: str | None = None) -> int:
-    """Zip ``site`` into ``dest`` under the folder ``root``; return the archive size."""
+def write_zip(
+    site: Path, dest: Path, *, root: str | None = None, skip: frozenset[str] = frozenset()
+) -> int:
+    """Zip ``site`` into ``dest`` under the folder ``root``; return the archive size.
+
+    ``skip`` names files (relative to ``site``) left out of the archive.
+    """
     root = root if root is not None else site.name
     tmp = dest.with_name(dest.name + ".part")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         for path in site_files(site):
-            name = f"{root}/{path.relative_to(site).as_posix()}" if root else path.name
-            info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            with open(path, "rb") as source, archive.open(info, "w") as target:
-                while chunk := source.read(1 << 20):
-                    target.write(chunk)
+            relative = path.relative_to(site).as_posix()
+            if relative not in skip:
+                _add_to_zip(archive, path, f"{root}/{relative}" if root else relative)
     os.replace(tmp, dest)
     return dest.stat().st_size
+
+
+def _add_to_zip(archive: zipfile.ZipFile, path: Path, name: str) -> None:
+    info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    with open(path, "rb") as source, archive.open(info, "w") as target:
+        while chunk := source.read(1 << 20):
+            target.write(chunk)
+
+
+#: The input log is the one file of a site that can be left out of a zip bundle: a bundle
+#: that would pass GitHub's attachment limit with it leaves it out (the manifest says so).
+RAW_LOG = "raw.log"
+_SAMPLE_BYTES = 4 << 20
+
+
+def compressed_estimate(path: Path) -> int:
+    """About how many bytes ``path`` takes in a zip: a deflated sample, scaled up."""
+    size = path.stat().st_size
+    with open(path, "rb") as source:
+        sample = source.read(_SAMPLE_BYTES)
+    if not sample:
+        return 0
+    return int(len(zlib.compress(sample, 6)) * size / len(sample))
 
 
 #: The bundle formats ``--bundle`` accepts ("none" writes no bundle).
@@ -132,8 +159,42 @@ def write_bundle(
         raise ValueError(f"bundle format must be one of {', '.join(BUNDLE_FORMATS)}, not {fmt!r}")
     if fmt == "none":
         return None, 0
-    manifest = manifest_json(site, trace=trace, version=version, extra=extra)
-    (site / MANIFEST_NAME).write_bytes(manifest)
     dest = site.with_name(f"{site.name}.{fmt}")
-    writer = write_zip if fmt == "zip" else write_7z
-    return dest, writer(site, dest)
+    if fmt == "7z":
+        manifest = manifest_json(site, trace=trace, version=version, extra=extra)
+        (site / MANIFEST_NAME).write_bytes(manifest)
+        return dest, write_7z(site, dest)
+    return dest, _write_zip_bundle(site, dest, trace=trace, version=version, extra=extra)
+
+
+def left_out_of_zip(site: Path) -> dict[str, str]:
+    """The files the site's zip bundle left out, with why (from its manifest)."""
+    try:
+        manifest = json.loads((site / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    value = manifest.get("left_out_of_zip") if isinstance(manifest, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _write_zip_bundle(
+    site: Path, dest: Path, *, trace: str, version: str, extra: Mapping[str, Any] | None
+) -> int:
+    """The zip bundle: everything, but the input log only if the bundle stays attachable."""
+    (site / MANIFEST_NAME).unlink(missing_ok=True)
+    size = write_zip(site, dest, skip=frozenset({RAW_LOG}))
+    raw = site / RAW_LOG
+    keep_raw = raw.is_file() and size + compressed_estimate(raw) <= GITHUB_ATTACHMENT_LIMIT
+    details = dict(extra or {})
+    if raw.is_file() and not keep_raw:
+        details["left_out_of_zip"] = {
+            RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
+            "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
+        }
+    manifest = manifest_json(site, trace=trace, version=version, extra=details)
+    (site / MANIFEST_NAME).write_bytes(manifest)
+    with zipfile.ZipFile(dest, "a", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+        _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
+        if keep_raw:
+            _add_to_zip(archive, raw, f"{site.name}/{RAW_LOG}")
+    return dest.stat().st_size
