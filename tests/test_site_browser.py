@@ -111,8 +111,11 @@ def test_stack_trie_expands_on_click(browser_sites: SiteCache, open_site: SiteOp
 
 
 def _line_anchors(page_html: str, line: int) -> list[str]:
-    """The anchors of ``line`` in the page's artifact code blocks, in page order."""
-    anchors = re.findall(rf'<span id="(artifact-\d+-L{line})"', page_html)
+    """Links to ``line`` of the page's artifact code blocks that have it, in page order."""
+    blocks = re.findall(
+        r'data-block="(artifact-\d+)"><pre><span></span><code>(.*?)</code>', page_html, re.S
+    )
+    anchors = [f"{name}-L{line}" for name, code in blocks if code.count("\n</span>") >= line]
     assert anchors, f"no code block with {line} lines"
     return anchors
 

@@ -55,18 +55,46 @@
 
   function bindAll() {
     document.querySelectorAll("li.trie-node").forEach(bindNode);
+    showLine();
   }
 
-  // Code lines (<span id="artifact-N-L5">) draw their number in a CSS ::before gutter;
-  // a click there puts the line's anchor in the address bar, ready to share.
+  // Code blocks (<div data-block="artifact-12">) have one <span> per line, numbered by a CSS
+  // counter. A link "#artifact-12-L40" names line 40 of that block: the line gets that id,
+  // its collapsed sections open, and it is scrolled into view and marked.
+  function lineOf(hash) {
+    var match = /^#([A-Za-z0-9_-]+)-L([0-9]+)$/.exec(hash);
+    if (!match) return null;
+    var code = document.querySelector('[data-block="' + match[1] + '"] code');
+    var line = code && code.children[parseInt(match[2], 10) - 1];
+    if (line) line.id = match[1] + "-L" + match[2];
+    return line || null;
+  }
+
+  function showLine() {
+    var line = lineOf(location.hash);
+    if (!line) return;
+    document.querySelectorAll(".tlsite-target").forEach(function (old) {
+      old.classList.remove("tlsite-target");
+    });
+    line.classList.add("tlsite-target");
+    for (var node = line.parentElement; node; node = node.parentElement) {
+      if (node.tagName === "DETAILS") node.open = true;
+    }
+    line.scrollIntoView({ block: "center" });
+  }
+
+  // a click on a line number puts that line's link in the address bar, ready to share
   document.addEventListener("click", function (event) {
-    var line = event.target.closest && event.target.closest(".tlsite-lines code > span[id]");
+    var line = event.target.closest && event.target.closest(".tlsite-lines code > span");
     if (!line) return;
     var gutter = parseFloat(getComputedStyle(line, "::before").width) || 0;
     if (event.clientX - line.getBoundingClientRect().left > gutter) return;
-    history.replaceState(null, "", "#" + line.id);
-    line.scrollIntoView({ block: "nearest" });
+    var block = line.closest("[data-block]");
+    var number = Array.prototype.indexOf.call(line.parentElement.children, line) + 1;
+    history.replaceState(null, "", "#" + block.getAttribute("data-block") + "-L" + number);
+    showLine();
   });
+  window.addEventListener("hashchange", showLine);
 
   var documents = window.document$;
   if (documents && typeof documents.subscribe === "function") {
