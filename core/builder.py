@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
-from .model import CompileUnit, DescribeRef, Trace
+from .model import BODY_PAGE, CompileUnit, DescribeRef, Trace
 from .records import CONTEXT_KEYS, Record, RecordReader
 from .registry import RecordContext, handler_for
 from .stats import ParseStats
@@ -106,6 +106,9 @@ class TraceBuilder:
             if ref is not None:
                 self.trace.loose_payloads[key] = ref
                 payload_filename = f"payloads/{key}.txt"
+                for artifact in unit.artifacts[-2:]:  # a rendered page keeps its raw text here
+                    if artifact.line == record.line and artifact.body == BODY_PAGE:
+                        artifact.raw_file = payload_filename
         if record.event_type != "chromium_event":
             self._write_raw(record, payload_filename)
 

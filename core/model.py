@@ -54,6 +54,7 @@ class Artifact:
     url: str | None = None  # links only
     readable_path: str | None = None  # kernel stack-trace companion page
     listed_number: int | None = None  # the number compile_directory.json shows, if different
+    raw_file: str | None = None  # for rendered pages: where the raw payload is (payloads/...)
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @property

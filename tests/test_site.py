@@ -175,6 +175,7 @@ class ArtifactInfo:
     size: int
     filename: str  # inductor_output_code's generated file name ("" otherwise)
     readable: bool  # shown as readable kernel stack traces rather than as its JSON
+    raw_file: str | None = None  # a rendered page's raw text (payloads/<md5>.txt)
 
 
 @functools.cache
@@ -187,6 +188,7 @@ def artifacts_of(trace: Path) -> tuple[ArtifactInfo, ...]:
                 kind=a.kind,
                 name=a.name,
                 path=a.path,
+                raw_file=a.raw_file,
                 page=f"{unit.dirname}/index.html",
                 size=a.payload.size if a.payload is not None else 0,
                 filename=str(a.metadata.get("filename") or ""),
@@ -357,7 +359,8 @@ def test_every_artifact_is_on_its_compile_id_page(built: BuiltSite) -> None:
 
 
 def test_raw_file_links_resolve(built: BuiltSite) -> None:
-    """Each artifact's "raw file" link on its page opens that artifact's own file."""
+    """Each artifact's "raw file" link on its page opens that artifact's own file (for
+    pages tlparse renders, such as output code, the raw text tlparse keeps in payloads/)."""
     with_paths = [a for a in artifacts_of(built.trace) if a.path is not None]
     if not with_paths:
         pytest.skip("no artifact with a file in this trace")
@@ -368,7 +371,8 @@ def test_raw_file_links_resolve(built: BuiltSite) -> None:
         hrefs = re.findall(r'<a href="([^"]+)">raw file</a>', sections[a.page][a.number])
         assert len(hrefs) == 1, f"{a.page} artifact {a.number}: raw file links {hrefs}"
         target = ((built.site / a.page).parent / unquote(html.unescape(hrefs[0]))).resolve()
-        assert target == (built.site / str(a.path)).resolve(), f"{a.page} artifact {a.number}"
+        expected = built.site / str(a.raw_file or a.path)
+        assert target == expected.resolve(), f"{a.page} artifact {a.number}"
         assert target.is_file()
 
 

@@ -97,6 +97,8 @@ class CompatWriter:
             "sections": [],
             "numbered_lines": None,
             "code": None,
+            "raw_href": None,
+            "raw_text": None,
         }
         payload = self.trace.read_payload(artifact.payload) if artifact.payload else ""
         if artifact.kind == "dynamo_guards":
@@ -110,6 +112,13 @@ class CompatWriter:
         elif artifact.kind == "dump_file":
             context["title"] = artifact.name
             context["numbered_lines"] = payload.split("\n")
+        elif artifact.raw_file:
+            # the code is shown highlighted in the report, and as text in payloads/: a third
+            # copy here would only make the bundle bigger
+            context["title"] = f"{artifact.filename} {unit.display}"
+            context["note"] = "The generated code is on the report page above (highlighted)."
+            context["raw_href"] = "../" * depth + artifact.raw_file
+            context["raw_text"] = artifact.raw_file
         else:
             context["code"] = payload
         return render("compat_page.html", **context)
@@ -132,6 +141,8 @@ class CompatWriter:
             sections=sections,
             numbered_lines=None,
             code=None,
+            raw_href=None,
+            raw_text=None,
         )
 
     # -- whole-trace files ------------------------------------------------------------------

@@ -403,7 +403,7 @@ class ReportRenderer:
             "name": artifact.name,
             "title": title,
             "link_url": artifact.url if artifact.is_link else None,
-            "raw_href": f"../{artifact.path}" if artifact.path else None,
+            "raw_href": f"../{artifact.raw_file or artifact.path}" if artifact.path else None,
             "cache": artifact.cache,
             "kernels": [],
             "block": None,
