@@ -105,10 +105,13 @@ class CompatWriter:
             context["title"] = f"Guards {unit.display}"
             context["items"] = [g.get("code") for g in _json_list(payload) if isinstance(g, dict)]
         elif artifact.kind.endswith("compilation_metrics"):
-            event = next((m for m in unit.metrics if m.line == artifact.line), None)
-            meta = event.meta if event else {}
+            # every field is in a table on the report page and in raw.jsonl; the config dumps
+            # in them made a second copy here the biggest of these pages
             context["title"] = f"Compilation metrics {unit.display}"
-            context["rows"] = [(k, _show(v)) for k, v in meta.items()]
+            context["note"] = (
+                "Every field of this record is in the Compilation metrics table of the report "
+                f"page (above) and in raw.jsonl (line {artifact.line} of the log)."
+            )
         elif artifact.kind == "dump_file":
             context["title"] = artifact.name
             context["numbered_lines"] = payload.split("\n")
@@ -205,7 +208,3 @@ def _json_list(text: str) -> list[Any]:
     except ValueError:
         return []
     return value if isinstance(value, list) else []
-
-
-def _show(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
