@@ -28,7 +28,12 @@ class TraceBuilder:
     """Build one trace model from one log's lines."""
 
     def __init__(
-        self, source: str, store: PayloadStore | None = None, *, export_mode: bool = False
+        self,
+        source: str,
+        store: PayloadStore | None = None,
+        *,
+        export_mode: bool = False,
+        fast_paths: bool = True,
     ) -> None:
         stats = ParseStats(source=source)
         self.trace = Trace(
@@ -44,6 +49,9 @@ class TraceBuilder:
         self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115
         self.reader_strings = self.trace.strings
         self._shared: dict[str, str] = {}
+        #: copy logged JSON text instead of decoding and encoding it (tests turn this off to
+        #: check both ways give the same values)
+        self.fast_paths = fast_paths
 
     def share(self, value: str) -> str:
         """One copy of equal long strings (every compile logs the same config dumps)."""
@@ -136,7 +144,8 @@ class TraceBuilder:
         """One raw.jsonl line: the envelope plus tlparse's added keys."""
         envelope = record.envelope
         text = record.json_text.rstrip()
-        if envelope and text.endswith("}") and not any(k in envelope for k in RAW_ADDED_KEYS):
+        fast = self.fast_paths and envelope and text.endswith("}")
+        if fast and not any(k in envelope for k in RAW_ADDED_KEYS):
             # fast path: append the keys to the JSON as logged instead of re-encoding it
             header = record.header
             extra = (

@@ -196,7 +196,8 @@ def chromium_event(ctx: RecordContext) -> None:
     ctx.consumed_payload = True  # chromium payloads never go to payloads/
     text = ctx.payload or ""
     heavy = _bracket_heavy(ctx.record.payload_bytes)
-    if ctx.record.md5_ok and ctx.builder.trace.year is not None and not heavy:
+    fast = ctx.builder.fast_paths and ctx.record.md5_ok
+    if fast and ctx.builder.trace.year is not None and not heavy:
         # an intact payload is the JSON torch wrote (indent=0): newlines only separate tokens
         ctx.builder.add_chromium_json(text.replace("\n", ""))
         return
