@@ -6,6 +6,7 @@ same :class:`~tlsite.mkdocs_plugin.plugin.TlsitePlugin` users add to their own `
 
 from __future__ import annotations
 
+import html
 import logging
 import tempfile
 from collections.abc import Callable, Iterator
@@ -44,7 +45,8 @@ def build_report(
         config = site_config(
             docs_dir=str(docs),
             site_dir=str(site_dir),
-            site_name=site_name or f"tlsite: {trace.source}",
+            # themes print the site name unescaped; the trace's file name is untrusted text
+            site_name=html.escape(site_name or f"tlsite: {trace.source}"),
         )
         build_site(config, config_dir=scratch, extra_plugins={"tlsite": plugin})
     return plugin

@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import tlsite.themes
 import yaml
+
+import tlsite.themes
 
 if TYPE_CHECKING:
     from mkdocs.plugins import BasePlugin

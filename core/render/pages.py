@@ -6,6 +6,7 @@ live under a sub-folder when it is embedded in another MkDocs site).
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections import Counter
@@ -186,6 +187,7 @@ class ReportRenderer:
                 entries += [{pg.title: f"{p}{pg.path}"} for pg in frame_pages]
             tree.nav.append({"Frames": entries})
         _extra_pages().extend_tree(self, tree)  # provenance, kernel traces, draft-export report
+        tree.nav = escaped_nav(tree.nav)
         return tree
 
     def frames_index(self) -> Page:
@@ -560,6 +562,16 @@ def _chart_rows(times: Iterable[views.CompileTime]) -> list[dict[str, Any]]:
         }
         for i, t in enumerate(times)
     ]
+
+
+def escaped_nav(nav: Any) -> Any:
+    """The navigation with HTML-escaped titles: MkDocs themes print nav titles unescaped, and
+    some are built from trace text (function names)."""
+    if isinstance(nav, list):
+        return [escaped_nav(item) for item in nav]
+    if isinstance(nav, dict):
+        return {html.escape(str(title)): escaped_nav(value) for title, value in nav.items()}
+    return nav
 
 
 def render_tree(trace: Trace, *, prefix: str = "") -> SiteTree:
