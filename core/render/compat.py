@@ -85,10 +85,12 @@ class CompatWriter:
             (self.out / artifact.readable_path).write_text(readable, encoding="utf-8")
             self.written.append(artifact.readable_path)
 
-    def _page(self, unit: CompileUnit, artifact: Artifact) -> str:
-        depth = artifact.path.count("/") if artifact.path else 0
-        context: dict[str, Any] = {
-            "title": f"{artifact.name} {unit.display}",
+    @staticmethod
+    def _context(unit: CompileUnit, artifact: Artifact, path: str, title: str) -> dict[str, Any]:
+        """What every compatibility page shows: a title and the way back to the report."""
+        depth = path.count("/")
+        return {
+            "title": title,
             "report_href": unit_page_href(unit, depth=depth) + f"#artifact-{artifact.number}",
             "back_text": f"{unit.display} in the report",
             "note": None,
@@ -100,6 +102,11 @@ class CompatWriter:
             "raw_href": None,
             "raw_text": None,
         }
+
+    def _page(self, unit: CompileUnit, artifact: Artifact) -> str:
+        path = artifact.path or ""
+        depth = path.count("/")
+        context = self._context(unit, artifact, path, f"{artifact.name} {unit.display}")
         payload = self.trace.read_payload(artifact.payload) if artifact.payload else ""
         if artifact.kind == "dynamo_guards":
             context["title"] = f"Guards {unit.display}"
@@ -128,25 +135,13 @@ class CompatWriter:
 
     def _readable_page(self, unit: CompileUnit, artifact: Artifact) -> str:
         text = self.trace.read_payload(artifact.payload) if artifact.payload else "{}"
-        sections = [
+        path = artifact.readable_path or ""
+        context = self._context(unit, artifact, path, f"Kernel stack traces {unit.display}")
+        context["sections"] = [
             {"heading": kernel, "blocks": traces}
             for kernel, traces in kernel_stack_traces(text).items()
         ]
-        depth = artifact.readable_path.count("/") if artifact.readable_path else 0
-        return render(
-            "compat_page.html",
-            title=f"Kernel stack traces {unit.display}",
-            report_href=unit_page_href(unit, depth=depth) + f"#artifact-{artifact.number}",
-            back_text=f"{unit.display} in the report",
-            note=None,
-            rows=None,
-            items=None,
-            sections=sections,
-            numbered_lines=None,
-            code=None,
-            raw_href=None,
-            raw_text=None,
-        )
+        return render("compat_page.html", **context)
 
     # -- whole-trace files ------------------------------------------------------------------
     def _write_raw_jsonl(self) -> None:
