@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 import webbrowser
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -412,7 +412,6 @@ def build(
     gives one site for all ranks, ``jobs`` ranks read at a time (``all_ranks``: even one).
     """
     from tlsite.core import load_source, resolve_input, select_log
-    from tlsite.core.bundle import write_bundle
     from tlsite.core.redact import redacted_source, redaction_note, redaction_summary
     from tlsite.mkdocs_plugin.build import build_report
 
@@ -447,25 +446,16 @@ def build(
             trace.notes.append(redaction_note(redactor))
         fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
         extra = {} if redactor is None else {"redaction": redaction_summary(redactor)}
-        # the site and its bundle are both made in the staging folder and only then moved
-        # into place: a build that fails at any step leaves the previous report and bundle
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-        try:
+        raw_log = Path(log.plain_path) if log.plain_path else (lambda: _chunks(log))
+
+        def make_site(site: Path) -> tuple[str, dict[str, Any]]:
             bar.stage("Writing pages")
-            raw_log = Path(log.plain_path) if log.plain_path else (lambda: _chunks(log))
-            site = staging / out.name  # the bundle's top folder is named after the site
             build_report(trace, site, raw_log=raw_log, on_page=bar.advance)
-            if fmt != "none":
-                bar.stage(f"Writing the {fmt} bundle")
-            archive, size = write_bundle(
-                site, fmt, trace=trace.source, version=__version__, extra=extra
-            )
-            _swap_into_place(site, out)
-            if archive is not None:
-                archive = out.with_name(archive.name)
-                os.replace(staging / archive.name, archive)
+            return trace.source, extra
+
+        try:
+            archive, size = _build_in_staging(out, fmt, bar, make_site)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
             trace.close()
     return BuildOutcome(
         site=out,
@@ -490,7 +480,6 @@ def _build_all_ranks(
     redactor: Redactor | None,
 ) -> BuildOutcome:
     """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports."""
-    from tlsite.core.bundle import write_bundle
     from tlsite.core.redact import redacted_source, redaction_summary
     from tlsite.mkdocs_plugin.multirank_build import build_multirank
 
@@ -498,26 +487,25 @@ def _build_all_ranks(
         logs = [redacted_source(log, redactor) for log in resolved.logs]
         resolved = dataclasses.replace(resolved, logs=logs)
     bar.stage(f"Reading and building {len(resolved.logs)} ranks", len(resolved.logs))
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
+    outcomes = []
+
+    def make_site(site: Path) -> tuple[str, dict[str, Any]]:
         outcome = build_multirank(
             resolved,
-            staging / "site",
+            site,
             jobs=jobs,
             export_mode=export_mode,
             on_rank=lambda _summary: bar.advance(),
             redactor=redactor,
         )
-        _swap_into_place(staging / "site", out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    if fmt != "none":
-        bar.stage(f"Writing the {fmt} bundle")
-    extra: dict[str, Any] = {"ranks": sorted(outcome.summaries)}
-    if redactor is not None:
-        extra["redaction"] = redaction_summary(redactor)
-    name = f"{len(outcome.summaries)} rank logs"
-    archive, size = write_bundle(out, fmt, trace=name, version=__version__, extra=extra)
+        outcomes.append(outcome)
+        extra: dict[str, Any] = {"ranks": sorted(outcome.summaries)}
+        if redactor is not None:
+            extra["redaction"] = redaction_summary(redactor)
+        return f"{len(outcome.summaries)} rank logs", extra
+
+    archive, size = _build_in_staging(out, fmt, bar, make_site)
+    outcome = outcomes[0]
     lines = [outcome.summaries[r] for r in sorted(outcome.summaries)]
     if resolved.ignored:
         lines.append("Not rank logs, ignored: " + ", ".join(resolved.ignored))
@@ -530,6 +518,35 @@ def _build_all_ranks(
         clean=outcome.clean,
         bundle_format=fmt,
     )
+
+
+def _build_in_staging(
+    out: Path,
+    fmt: str,
+    bar: Any,
+    make_site: Callable[[Path], tuple[str, dict[str, Any]]],
+) -> tuple[Path | None, int]:
+    """Make the site and its bundle in a staging folder, then move both into place.
+
+    ``make_site(site)`` writes the site and returns the bundle's trace name and extra
+    manifest fields. A build that fails at any step leaves the previous report and bundle.
+    """
+    from tlsite.core.bundle import write_bundle
+
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        site = staging / out.name  # the bundle's top folder is named after the site
+        name, extra = make_site(site)
+        if fmt != "none":
+            bar.stage(f"Writing the {fmt} bundle")
+        archive, size = write_bundle(site, fmt, trace=name, version=__version__, extra=extra)
+        _swap_into_place(site, out)
+        if archive is not None:
+            archive = out.with_name(archive.name)
+            os.replace(staging / archive.name, archive)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return archive, size
 
 
 def _chunks(log: LogSource) -> Iterator[bytes]:
