@@ -115,6 +115,12 @@ class ReportRenderer:
         self._frame_of = {id(u): f for f in self.frames for u in f.units}
         self._time_of = {id(t.unit): t for t in self.times}
         self._recompile_of = {id(r.unit): r for r in self.recompiles}
+        # per-unit lookups prepared once: a page must not scan every unit or failure (a
+        # recompile storm has thousands of compile ids in one frame)
+        self._position = {id(u): i for f in self.frames for i, u in enumerate(f.units)}
+        self._failures_of: dict[int, list[views.Failure]] = {}
+        for failure in self.failures:
+            self._failures_of.setdefault(id(failure.unit), []).append(failure)
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
         for gb in self.graph_breaks:
             for unit in gb.units:
@@ -241,13 +247,14 @@ class ReportRenderer:
         previous = following = None
         position = 0
         if frame is not None:
-            index = frame.units.index(unit)
+            index = self._position[id(unit)]
             position = index + 1
             previous = frame.units[index - 1] if index > 0 else None
             following = frame.units[index + 1] if index + 1 < len(frame.units) else None
         blocks: dict[str, CodeBlock | HtmlBlock] = {}
-        failures = [f for f in self.failures if f.unit is unit and not f.is_restart]
-        restart_reasons = [f.description for f in self.failures if f.unit is unit and f.is_restart]
+        own = self._failures_of.get(id(unit), [])
+        failures = [f for f in own if not f.is_restart]
+        restart_reasons = [f.description for f in own if f.is_restart]
         status = self.status(unit)
         context = {
             "unit": unit,
