@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 #: Material's ``custom_dir`` with tlsite's CSS, JavaScript, shim and template override.
 THEME_DIR = Path(tlsite.themes.__file__).resolve().parent / "material"
 
+#: Word separators of the search index (Material's default is ``[\s\-]+``).
+SEARCH_SEPARATOR = r"[\s\-\[\]\(\),:;]+"
+
 #: Site-relative URLs of the theme assets (MkDocs copies custom_dir files into the site).
 ASSET_DIR = "assets/tlsite"
 WORKER_SHIM = f"{ASSET_DIR}/iframe-worker-shim.js"
@@ -113,7 +116,9 @@ def site_config(
             "palette": [dict(p) for p in PALETTE],
         },
         # offline writes search/search_index.js so the index loads via <script> on file://
-        "plugins": ["search", "offline"],
+        # compile ids are written "[0/1]": brackets, parentheses, commas and colons separate
+        # words, so "0/1" finds them and "file.py:22" or "item()" match their parts
+        "plugins": [{"search": {"separator": SEARCH_SEPARATOR}}, "offline"],
         "extra": {
             # the name contains "iframe-worker", so the offline plugin adds no unpkg.com shim
             "polyfills": [WORKER_SHIM],

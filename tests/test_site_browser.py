@@ -87,6 +87,20 @@ def test_search_finds_a_graph_break_and_opens_its_compile_id(
     assert_clean(report)
 
 
+@pytest.mark.parametrize("query", ["0/1", "[0/1]"])
+def test_search_finds_a_compile_id_with_or_without_brackets(
+    browser_sites: SiteCache, open_site: SiteOpener, query: str
+) -> None:
+    site = browser_sites.get(EXAMPLE)
+    page, report = open_site(site.site / "index.html")
+    search = page.locator(".md-search__input")
+    search.click()
+    search.press_sequentially(query)
+    hit = page.locator(".md-search-result__item a[href*='-_0_1_0/index.html']").first
+    hit.wait_for(state="visible", timeout=SEARCH_TIMEOUT_MS)
+    assert_clean(report)
+
+
 def test_stack_trie_expands_on_click(browser_sites: SiteCache, open_site: SiteOpener) -> None:
     site = browser_sites.get(GRAPH_BREAKS)
     page, report = open_site(site.site / "index.html")
