@@ -4,4 +4,5 @@ import sys
 
 from tlsite.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # worker processes import this module too: only run when asked
+    sys.exit(main())

@@ -167,8 +167,16 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         assert self.tree is not None
         # start highlighting every code block now, in worker processes, while MkDocs works
         self.trace.store.flush()  # the workers read code from the store's pack file
+        code_bytes = sum(
+            block.size
+            for page in self.tree.pages
+            for block in page.blocks.values()
+            if isinstance(block, CodeBlock)
+        )
         self._highlighter = Highlighter(
-            self.trace.store.spill_path("highlight"), workers=self._highlight_workers
+            self.trace.store.spill_path("highlight"),
+            workers=self._highlight_workers,
+            code_bytes=code_bytes,
         )
         in_nav = set(_nav_paths(self.tree.nav))
         for page in self.tree.pages:

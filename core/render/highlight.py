@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -28,6 +29,8 @@ from . import fastlex
 PYGMENTS_LIMIT = 64_000
 #: ...and nothing above this many: plain text.
 HIGHLIGHT_LIMIT = 8_000_000
+#: Below this much code in all, blocks are highlighted in the build process itself.
+POOL_THRESHOLD = 4_000_000
 #: Marker replaced by the block's id when the cached HTML is inserted into a page.
 BLOCK_ID = "@@BLOCK@@"
 
@@ -159,13 +162,24 @@ def _render_to_file(block: CodeBlock, dest: str) -> str:
 class Highlighter:
     """Highlights blocks ahead of time, in parallel, and hands back their HTML by key."""
 
-    def __init__(self, cache_dir: Path, *, workers: int | None = None) -> None:
+    def __init__(
+        self, cache_dir: Path, *, workers: int | None = None, code_bytes: int | None = None
+    ) -> None:
+        """``code_bytes``, the total size of the blocks to come, decides whether worker
+        processes pay off: below :data:`POOL_THRESHOLD` they cost more than they save."""
         self.cache_dir = cache_dir
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self._blocks: dict[str, CodeBlock] = {}
         self._futures: dict[str, Future[str]] = {}
         workers = workers if workers is not None else (os.cpu_count() or 1)
-        self._pool: Executor | None = ProcessPoolExecutor(workers) if workers > 1 else None
+        if code_bytes is not None and code_bytes < POOL_THRESHOLD:
+            workers = 1
+        # "forkserver": workers start from a small clean process, not as copies of this one
+        # (which holds the whole model), so they add little memory
+        context = multiprocessing.get_context("forkserver")
+        self._pool: Executor | None = (
+            ProcessPoolExecutor(workers, mp_context=context) if workers > 1 else None
+        )
 
     def submit(self, block: CodeBlock) -> str:
         """Queue ``block`` (once per distinct content) and return its key."""
