@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 import webbrowser
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tlsite import __version__
 
 if TYPE_CHECKING:
-    from tlsite.core import LogSource, ResolvedInput
+    from tlsite.core import ResolvedInput
     from tlsite.core.redact import Redactor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
@@ -446,7 +446,7 @@ def build(
             trace.notes.append(redaction_note(redactor))
         fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
         extra = {} if redactor is None else {"redaction": redaction_summary(redactor)}
-        raw_log = Path(log.plain_path) if log.plain_path else (lambda: _chunks(log))
+        raw_log = Path(log.plain_path) if log.plain_path else log.chunks
 
         def make_site(site: Path) -> tuple[str, dict[str, Any]]:
             bar.stage("Writing pages")
@@ -547,13 +547,6 @@ def _build_in_staging(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return archive, size
-
-
-def _chunks(log: LogSource) -> Iterator[bytes]:
-    """The chosen log's bytes (decompressed), for ``raw.log``."""
-    with log.open() as stream:
-        while chunk := stream.read(1 << 20):
-            yield chunk
 
 
 def _swap_into_place(built: Path, out: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 UNKNOWN_FILE = "(unknown)"
 _SEED_NSPID = re.compile(r"^.*?[^/]*-seed-nspid[^/]*/")
-_EVAL_WITH_KEY = re.compile(r"<eval_with_key>\.(\d+)")
+EVAL_WITH_KEY = re.compile(r"<eval_with_key>\.(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +27,6 @@ class Frame:
     @property
     def short_filename(self) -> str:
         return shorten_filename(self.filename)
-
-    @property
-    def eval_with_key(self) -> int | None:
-        """The N of an FX-generated ``<eval_with_key>.N`` module, whose source is a dump_file."""
-        match = _EVAL_WITH_KEY.search(self.filename)
-        return int(match.group(1)) if match else None
 
     def describe(self) -> str:
         return f"{self.short_filename}:{self.line} in {self.name}"

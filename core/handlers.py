@@ -6,10 +6,9 @@ counter, which reproduces tlparse's file names (``-_0_0_0/dynamo_output_graph_0.
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePosixPath
 
-from .frames import drop_convert_frame_suffix
+from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
 from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, Artifact
 from .records import MAX_JSON_DEPTH, JSONTooDeep, loads_bounded
 from .registry import RecordContext, handles, safe_name
@@ -54,7 +53,6 @@ SYMBOLIC_TYPES = (
 #: Tensor/storage/source descriptions: very many, so only counted per compile unit.
 DESCRIBE_TYPES = ("describe_storage", "describe_tensor", "describe_source")
 
-_EVAL_WITH_KEY = re.compile(r"<eval_with_key>\.(\d+)")
 KERNEL_STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 
 
@@ -166,7 +164,7 @@ def artifact(ctx: RecordContext) -> None:
 @handles("dump_file")
 def dump_file(ctx: RecordContext) -> None:
     name = ctx.field("name", str, "")
-    match = _EVAL_WITH_KEY.search(name)
+    match = EVAL_WITH_KEY.search(name)
     stem = f"eval_with_key_{match.group(1)}" if match else safe_name(name)
     dump_files = ctx.builder.trace.dump_files
     path = _unclaimed(f"dump_file/{stem}", ".html", dump_files, name)

@@ -36,7 +36,7 @@ import time
 import weakref
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -111,6 +111,12 @@ class LogSource:
 
     def open(self) -> BinaryIO:
         return self.opener()
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[bytes]:
+        """The log's (decompressed) bytes, a chunk at a time (e.g. for ``raw.log``)."""
+        with self.open() as stream:
+            while chunk := stream.read(size):
+                yield chunk
 
     @property
     def plain_path(self) -> str | None:

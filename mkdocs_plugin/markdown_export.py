@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from tlsite.core import LogSource, load_source, resolve_input, select_log
+from tlsite.core import load_source, resolve_input, select_log
 from tlsite.core.model import Trace
 from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
@@ -124,12 +124,6 @@ def export_markdown(
             else:
                 trace.notes.extend(redactor.text(note) for note in resolved.notes)
                 trace.notes.append(redaction_note(redactor))
-            return write_markdown_tree(trace, out, raw_log=lambda: _chunks(log))
+            return write_markdown_tree(trace, out, raw_log=log.chunks)
         finally:
             trace.close()
-
-
-def _chunks(log: LogSource) -> Iterator[bytes]:
-    with log.open() as stream:
-        while chunk := stream.read(1 << 20):
-            yield chunk

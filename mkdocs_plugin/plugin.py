@@ -133,7 +133,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         trace.notes.append(redaction_note(redactor))
         # raw.log must be the redacted log too; the log stays readable until the build ends
         self._resolved = resolved
-        self._raw_log = lambda: _stream_chunks(log)
+        self._raw_log = log.chunks
         return trace
 
     @property
@@ -249,10 +249,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         out = Path(config.site_dir) / self.prefix
         raw_log = self._raw_log
         if raw_log is None and self.config.trace and os.path.isfile(self._trace_path()):
-            path = self._trace_path()
-
-            def raw_log() -> Any:
-                return _chunks(path)
+            raw_log = Path(self._trace_path())  # copied as it is
 
         writer = CompatWriter(self.trace, out, raw_log=raw_log)
         self.compat_files = writer.write_all()
@@ -303,15 +300,3 @@ def _add_report_needs(config: MkDocsConfig) -> None:
         config.extra_css.append(EXTRA_CSS)
     if EXTRA_JS not in [str(script) for script in config.extra_javascript]:
         config.extra_javascript.append(EXTRA_JS)  # type: ignore[arg-type]
-
-
-def _stream_chunks(log: Any) -> Any:
-    with log.open() as stream:
-        while chunk := stream.read(1 << 20):
-            yield chunk
-
-
-def _chunks(path: str) -> Any:
-    with open(path, "rb") as stream:
-        while chunk := stream.read(1 << 20):
-            yield chunk

@@ -44,11 +44,5 @@ def statuses(trace: Trace) -> dict[str, str]:
     return {u.display: classify(by_key[_compile_key(u)]) for u in trace.units.values()}
 
 
-def same_compile(trace: Trace, unit: CompileUnit) -> list[CompileUnit]:
-    """All units that are attempts of the same frame compile as ``unit``."""
-    key = _compile_key(unit)
-    return [u for u in trace.units.values() if _compile_key(u) == key]
-
-
 def _compile_key(unit: CompileUnit) -> object:
     return unit.id.frame_key() if unit.id is not None else None

@@ -87,7 +87,8 @@ class Page:
             if isinstance(block, HtmlBlock):
                 content = block.html()
             else:
-                content = fence(read_block_text(block), effective_lang_of(block))
+                code = read_block_text(block)
+                content = fence(code, effective_lang(code, block.lang))
             text = text.replace(CODE_PLACEHOLDER.format(token=token), content)
         return text
 
@@ -498,10 +499,6 @@ def _extra_pages() -> Any:
 
 def _frame_slug(frame: views.FrameCompiles) -> str:
     return frame.frame.replace("!", "ca").replace("/", "_")
-
-
-def effective_lang_of(block: CodeBlock) -> str:
-    return effective_lang(read_block_text(block), block.lang)
 
 
 def _is_symbolic(event: Event) -> bool:
