@@ -1,6 +1,9 @@
 """The speed-ups must not change what a user sees: each fast path against its plain twin.
 
 - highlighting in worker processes vs in the build process: byte-identical pages;
+- the gap-skipping highlighter (``fastlex.html_lines``) vs the plain one (``fastlex.tokens``
+  rendered token by token): the same HTML for every artifact of every corpus trace and for
+  generated text full of quotes, comments, keywords, numbers and entities;
 - the byte-buffer reader fed one big chunk vs one line at a time: the same records;
 - raw.jsonl lines that append tlparse's keys to the logged JSON vs re-encoded envelopes:
   the same JSON values;
@@ -13,11 +16,15 @@ import json
 from pathlib import Path
 
 import pytest
-from corpus import TORCH_213, tlparse_input
+from corpus import TORCH_213, all_corpus_traces, tlparse_input, trace_id
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tlsite.core import load
 from tlsite.core.builder import TraceBuilder
 from tlsite.core.records import RecordReader
+from tlsite.core.render import fastlex
+from tlsite.core.render.highlight import _token_lines
 from tlsite.core.stats import ParseStats
 from tlsite.mkdocs_plugin.build import build_report
 
@@ -46,6 +53,49 @@ def test_parallel_and_inline_highlighting_give_identical_pages(tmp_path: Path) -
     assert sites[1].keys() == sites[2].keys()
     different = [name for name in sites[1] if sites[1][name] != sites[2][name]]
     assert different == []
+
+
+FAST_LEXERS = ("python", "cpp", "json")
+
+
+def _plain_highlight(text: str, lang: str) -> str:
+    return _token_lines(fastlex.tokens(text, lang))
+
+
+@pytest.mark.parametrize("log", all_corpus_traces(), ids=trace_id)
+def test_fast_highlighter_matches_the_plain_one_on_every_artifact(log: Path) -> None:
+    trace = load(log)
+    try:
+        texts = {trace.read_payload(a.payload) for a in trace.artifacts() if a.payload}
+    finally:
+        trace.close()
+    different = [
+        (lang, text[:80])
+        for text in texts
+        for lang in FAST_LEXERS
+        if fastlex.html_lines(text, lang) != _plain_highlight(text, lang)
+    ]
+    assert different == []
+
+
+# Pieces that start, end or almost start a token in one of the three languages.
+_CODE_PIECES = [
+    *("def ", "class ", "def", " def ", "if", "in", "None", "lambda", "deff", "ifx", "x1"),
+    *("true", "false", "null", "int", "static_cast", "uint8_t", "sizeof"),
+    *("'", '"', "'''", '"""', "\\", "\\'", '\\"', "#", "#include", "@", "@a.b", "@ "),
+    *("//", "/*", "*/", "/", "*", "-", "-1", "1", "2.5", "1.e5", "1e-3", "7u", "0x1f", "1a"),
+    *("\n", "\n#", "\n  #", " ", "\t", "\r", ":", " :", ",", ".", "(", ")", "_", "x", "é"),
+    *("\u2028", "&", "<", ">", "&lt;", "amp", "lt", "gt;"),
+]
+
+
+@settings(deadline=None, max_examples=3000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_CODE_PIECES), max_size=40), st.sampled_from(FAST_LEXERS))
+def test_fast_highlighter_matches_the_plain_one_on_generated_code(
+    pieces: list[str], lang: str
+) -> None:
+    text = "".join(pieces)
+    assert fastlex.html_lines(text, lang) == _plain_highlight(text, lang)
 
 
 def _records(chunks: list[bytes]) -> list[tuple]:

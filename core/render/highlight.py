@@ -7,7 +7,10 @@ are highlighted once per distinct content (a recompile storm repeats the same co
 process pool, and the HTML goes to files on disk rather than into memory.
 
 The HTML has the structure pymdownx.highlight writes (``div.language-X.highlight > pre >
-code``, one ``span`` and anchor per line), so the theme's styles and copy button apply.
+code``, one ``span`` per line), so the theme's styles and copy button apply. Lines carry no
+ids: unique ids (``artifact-12-L40``) on every line made pages a quarter bigger after
+compression. tlsite.js resolves a ``#<block>-L<n>`` link to the n-th line of that block, and
+CSS counters draw the line numbers (not copied with the code).
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def highlight_html(text: str, lang: str) -> str:
     if lang == "text":
         body = _plain_lines(text)
     elif fastlex.supports(lang):
-        body = _token_lines(fastlex.tokens(text, lang))
+        body = fastlex.html_lines(text, lang)
     elif len(text) <= PYGMENTS_LIMIT:
         body = _pygments_lines(text, lang)
     else:
@@ -82,20 +85,8 @@ def highlight_html(text: str, lang: str) -> str:
     )
 
 
-def _line(number: int, content: str) -> str:
-    """One line of code in its own span.
-
-    Lines carry no ids: unique ids (``artifact-12-L40``) on every line made pages a quarter
-    bigger after compression. tlsite.js resolves a ``#<block>-L<n>`` link to the n-th line
-    of that block, and CSS counters draw the line numbers (not copied with the code).
-    """
-    return f"<span>{content}\n</span>"
-
-
 def _plain_lines(text: str) -> str:
-    return "".join(
-        _line(i, html.escape(line, quote=False)) for i, line in enumerate(text.split("\n"), 1)
-    )
+    return fastlex.escaped_lines(html.escape(text, quote=False))
 
 
 def _pygments_lines(text: str, lang: str) -> str:
@@ -147,7 +138,7 @@ def _token_lines(pieces: Iterable[tuple[str | None, str]]) -> str:
                 run.append(part)
     flush()
     lines.append("".join(current))
-    return "".join(_line(i, line) for i, line in enumerate(lines, 1))
+    return fastlex.escaped_lines("\n".join(lines))
 
 
 def _render_to_file(block: CodeBlock, dest: str) -> str:
