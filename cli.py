@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from tlsite.core.redact import Redactor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
+#: From this trace size on, the zip bundle is compressed during the build by a worker
+#: process; below it, the process start costs more than the overlap saves.
+ZIP_WHILE_BUILDING_MIN_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -448,13 +451,21 @@ def build(
         extra = {} if redactor is None else {"redaction": redaction_summary(redactor)}
         raw_log = Path(log.plain_path) if log.plain_path else log.chunks
 
-        def make_site(site: Path) -> tuple[str, dict[str, Any]]:
+        def make_site(
+            site: Path, on_file: Callable[[Path], None] | None
+        ) -> tuple[str, dict[str, Any]]:
             bar.stage("Writing pages")
-            build_report(trace, site, raw_log=raw_log, on_page=bar.advance)
+            build_report(trace, site, raw_log=raw_log, on_page=bar.advance, on_file=on_file)
             return trace.source, extra
 
         try:
-            archive, size = _build_in_staging(out, fmt, bar, make_site)
+            archive, size = _build_in_staging(
+                out,
+                fmt,
+                bar,
+                make_site,
+                zip_while_building=(log.size_hint or 0) >= ZIP_WHILE_BUILDING_MIN_BYTES,
+            )
         finally:
             trace.close()
     return BuildOutcome(
@@ -489,7 +500,7 @@ def _build_all_ranks(
     bar.stage(f"Reading and building {len(resolved.logs)} ranks", len(resolved.logs))
     outcomes = []
 
-    def make_site(site: Path) -> tuple[str, dict[str, Any]]:
+    def make_site(site: Path, _on_file: Any) -> tuple[str, dict[str, Any]]:
         outcome = build_multirank(
             resolved,
             site,
@@ -524,27 +535,42 @@ def _build_in_staging(
     out: Path,
     fmt: str,
     bar: Any,
-    make_site: Callable[[Path], tuple[str, dict[str, Any]]],
+    make_site: Callable[[Path, Callable[[Path], None] | None], tuple[str, dict[str, Any]]],
+    *,
+    zip_while_building: bool = False,
 ) -> tuple[Path | None, int]:
     """Make the site and its bundle in a staging folder, then move both into place.
 
-    ``make_site(site)`` writes the site and returns the bundle's trace name and extra
-    manifest fields. A build that fails at any step leaves the previous report and bundle.
+    ``make_site(site, on_file)`` writes the site, calls ``on_file`` (when given) with each
+    file as soon as it is final, and returns the bundle's trace name and extra manifest
+    fields. With ``zip_while_building``, a zip bundle is compressed by a worker process from
+    those calls on, while the site is still being built (for big traces: the worker costs a
+    process start). A build that fails at any step leaves the previous report and bundle.
     """
-    from tlsite.core.bundle import write_bundle
+    from tlsite.core.bundle import ZipWriter, write_bundle
 
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    zipper: ZipWriter | None = None
     try:
         site = staging / out.name  # the bundle's top folder is named after the site
-        name, extra = make_site(site)
+        if fmt == "zip":
+            zipper = ZipWriter(site, staging / f"{out.name}.zip", background=zip_while_building)
+        name, extra = make_site(site, zipper.add if zipper is not None else None)
         if fmt != "none":
             bar.stage(f"Writing the {fmt} bundle")
-        archive, size = write_bundle(site, fmt, trace=name, version=__version__, extra=extra)
+        if zipper is not None:
+            size = zipper.finish(trace=name, version=__version__, extra=extra)
+            archive: Path | None = zipper.dest
+            zipper = None
+        else:
+            archive, size = write_bundle(site, fmt, trace=name, version=__version__, extra=extra)
         _swap_into_place(site, out)
         if archive is not None:
             archive = out.with_name(archive.name)
             os.replace(staging / archive.name, archive)
     finally:
+        if zipper is not None:
+            zipper.abort()
         shutil.rmtree(staging, ignore_errors=True)
     return archive, size
 

@@ -9,6 +9,7 @@ which :func:`write_bundle` first writes ``manifest.json``: a list of every other
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ import zipfile
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 #: GitHub's limit for a file attached to an issue.
 GITHUB_ATTACHMENT_LIMIT = 25 * 1024 * 1024
@@ -39,7 +40,7 @@ def write_zip(
     """
     root = root if root is not None else site.name
     tmp = dest.with_name(dest.name + ".part")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
+    with _open_zip(tmp, "w") as archive:
         for path in site_files(site):
             relative = path.relative_to(site).as_posix()
             if relative not in skip:
@@ -48,13 +49,30 @@ def write_zip(
     return dest.stat().st_size
 
 
-def _add_to_zip(archive: zipfile.ZipFile, path: Path, name: str) -> None:
+def _add_to_zip(archive: zipfile.ZipFile, path: Path, name: str) -> tuple[int, str]:
+    """Deflate ``path`` into ``archive`` as ``name``; return its size and SHA-256."""
     info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = 0o644 << 16
+    digest = hashlib.sha256()
+    size = 0
     with open(path, "rb") as source, archive.open(info, "w") as target:
         while chunk := source.read(1 << 20):
+            digest.update(chunk)
             target.write(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def _file_digest(path: Path) -> tuple[int, str]:
+    """The size and SHA-256 of ``path``."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as source:
+        while chunk := source.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
 
 
 #: The input log is the one file of a site that can be left out of a zip bundle: a bundle
@@ -87,27 +105,29 @@ _MANIFEST_NOTE = (
 
 
 def manifest_json(
-    site: Path, *, trace: str, version: str, extra: Mapping[str, Any] | None = None
+    site: Path,
+    *,
+    trace: str,
+    version: str,
+    extra: Mapping[str, Any] | None = None,
+    digests: Mapping[str, tuple[int, str]] | None = None,
 ) -> bytes:
     """The bundle's manifest: every file with its size and SHA-256, the trace and tlsite version.
 
-    The manifest itself (``MANIFEST_NAME`` at the root) is not listed. Hashing reads each file
-    once more, which is cheap next to compressing it.
+    The manifest itself (``MANIFEST_NAME`` at the root) is not listed. ``digests`` maps a
+    file's relative path to the size and SHA-256 already taken (by :class:`ZipWriter`, as
+    it compressed the file); any other file is read once more here.
     """
     files = []
     total = 0
     for path in site_files(site):
-        if path == site / MANIFEST_NAME:
+        relative = path.relative_to(site).as_posix()
+        if relative == MANIFEST_NAME:
             continue
-        digest = hashlib.sha256()
-        with open(path, "rb") as source:
-            while chunk := source.read(1 << 20):
-                digest.update(chunk)
-        size = path.stat().st_size
+        known = digests.get(relative) if digests is not None else None
+        size, sha256 = known if known is not None else _file_digest(path)
         total += size
-        files.append(
-            {"path": path.relative_to(site).as_posix(), "size": size, "sha256": digest.hexdigest()}
-        )
+        files.append({"path": relative, "size": size, "sha256": sha256})
     manifest: dict[str, Any] = {
         "generator": f"tlsite {version}",
         "trace": trace,
@@ -180,21 +200,150 @@ def left_out_of_zip(site: Path) -> dict[str, str]:
 def _write_zip_bundle(
     site: Path, dest: Path, *, trace: str, version: str, extra: Mapping[str, Any] | None
 ) -> int:
-    """The zip bundle: everything, but the input log only if the bundle stays attachable."""
-    (site / MANIFEST_NAME).unlink(missing_ok=True)
-    size = write_zip(site, dest, skip=frozenset({RAW_LOG}))
-    raw = site / RAW_LOG
-    keep_raw = raw.is_file() and size + compressed_estimate(raw) <= GITHUB_ATTACHMENT_LIMIT
-    details = dict(extra or {})
-    if raw.is_file() and not keep_raw:
-        details["left_out_of_zip"] = {
-            RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
-            "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
-        }
-    manifest = manifest_json(site, trace=trace, version=version, extra=details)
-    (site / MANIFEST_NAME).write_bytes(manifest)
-    with zipfile.ZipFile(dest, "a", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
-        _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
-        if keep_raw:
-            _add_to_zip(archive, raw, f"{site.name}/{RAW_LOG}")
-    return dest.stat().st_size
+    """The zip bundle of a finished site (:class:`ZipWriter` without files given early)."""
+    writer = ZipWriter(site, dest, background=False)
+    try:
+        return writer.finish(trace=trace, version=version, extra=extra)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+class ZipWriter:
+    """The zip bundle of a site, written file by file while the site is still being built.
+
+    Deflating a big report's pages and tlparse files takes seconds of CPU. With
+    ``background``, a worker process compresses each file as soon as it is final, on the
+    other core, while this process renders pages (a thread would wait for the GIL at every
+    chunk). :meth:`add` names a file that will not change again; :meth:`finish` adds every
+    other file of the site in path order, decides whether the input log fits (see
+    :data:`RAW_LOG`), writes the manifest from the digests taken while compressing, and
+    moves the archive into place. Same files, same bytes per file as :func:`write_zip`;
+    only the order of entries follows the build.
+    """
+
+    def __init__(self, site: Path, dest: Path, *, background: bool = True) -> None:
+        self.site = site
+        self.dest = dest
+        self._tmp = dest.with_name(dest.name + ".part")
+        self._digests: dict[str, tuple[int, str]] = {}
+        self._worker: Any = None
+        self._conn: Any = None
+        if background:
+            import multiprocessing
+
+            # "forkserver": the worker starts small, not as a copy of this (big) process
+            context = multiprocessing.get_context("forkserver")
+            self._conn, child = context.Pipe()
+            self._worker = context.Process(
+                target=_zip_worker, args=(child, str(site), str(self._tmp)), daemon=True
+            )
+            self._worker.start()
+            child.close()
+
+    def add(self, path: Path) -> None:
+        """Hand ``path`` (inside the site, final) to the worker."""
+        if self._conn is not None:
+            with contextlib.suppress(OSError):  # the worker is gone: finish() says why
+                self._conn.send(path.relative_to(self.site).as_posix())
+
+    def finish(self, *, trace: str, version: str, extra: Mapping[str, Any] | None) -> int:
+        """Complete the archive and return its size (raises what the worker met)."""
+        mode: Literal["w", "a"] = "a" if self._collect_worker() else "w"
+        on_disk = {p.relative_to(self.site).as_posix(): p for p in site_files(self.site)}
+        on_disk.pop(MANIFEST_NAME, None)
+        if any(
+            name not in on_disk or on_disk[name].stat().st_size != size
+            for name, (size, _) in self._digests.items()
+        ):  # a file changed after it was handed over: start again from the finished folder
+            self._digests.clear()
+            mode = "w"
+        with _open_zip(self._tmp, mode) as archive:
+            for name in on_disk:
+                _add_site_file(archive, self.site, name, self._digests)
+        size = self._tmp.stat().st_size
+        raw = on_disk.get(RAW_LOG)
+        keep_raw = raw is not None and size + compressed_estimate(raw) <= GITHUB_ATTACHMENT_LIMIT
+        details = dict(extra or {})
+        if raw is not None and not keep_raw:
+            details["left_out_of_zip"] = {
+                RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
+                "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
+            }
+        manifest = manifest_json(
+            self.site, trace=trace, version=version, extra=details, digests=self._digests
+        )
+        (self.site / MANIFEST_NAME).write_bytes(manifest)
+        with _open_zip(self._tmp, "a") as archive:
+            root = self.site.name
+            _add_to_zip(archive, self.site / MANIFEST_NAME, f"{root}/{MANIFEST_NAME}")
+            if raw is not None and keep_raw:
+                _add_to_zip(archive, raw, f"{root}/{RAW_LOG}")
+        os.replace(self._tmp, self.dest)
+        return self.dest.stat().st_size
+
+    def abort(self) -> None:
+        """Stop the worker and remove the partial archive (the build failed)."""
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker.join()
+            self._worker = None
+            self._conn.close()
+        self._tmp.unlink(missing_ok=True)
+
+    def _collect_worker(self) -> bool:
+        """Let the worker close its archive; keep its digests. False if there is none."""
+        if self._worker is None:
+            return False
+        try:
+            self._conn.send(None)
+            status, value = self._conn.recv()
+        except (EOFError, OSError) as error:
+            raise OSError(f"the zip bundle's worker process stopped: {error}") from error
+        finally:
+            self._worker.join()
+            self._worker = None
+            self._conn.close()
+        if status != "done":
+            raise OSError(f"writing the zip bundle failed: {value}")
+        self._digests.update(value)
+        return True
+
+
+def _open_zip(path: Path, mode: Literal["w", "a"]) -> zipfile.ZipFile:
+    return zipfile.ZipFile(path, mode, compression=zipfile.ZIP_DEFLATED, compresslevel=6)
+
+
+def _add_site_file(
+    archive: zipfile.ZipFile, site: Path, name: str, digests: dict[str, tuple[int, str]]
+) -> None:
+    """Deflate the site's file ``name`` into ``archive`` once, recording its digest.
+
+    The manifest is written last, and the input log is only hashed: :meth:`ZipWriter.finish`
+    adds it once it knows whether the archive stays attachable with it.
+    """
+    if name in digests or name == MANIFEST_NAME:
+        return
+    path = site / name
+    if name == RAW_LOG:
+        digests[name] = _file_digest(path)
+    else:
+        digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")
+
+
+def _zip_worker(conn: Any, site: str, tmp: str) -> None:
+    """Worker process: deflate each file named on ``conn`` into ``tmp`` until ``None``.
+
+    Answers ``("done", digests)``, or ``("failed", why)`` after the first error (it keeps
+    reading names until ``None`` so that the builder never blocks on a full pipe).
+    """
+    digests: dict[str, tuple[int, str]] = {}
+    failure = None
+    with _open_zip(Path(tmp), "w") as archive:
+        while (name := conn.recv()) is not None:
+            if failure is None:
+                try:
+                    _add_site_file(archive, Path(site), name, digests)
+                except Exception as error:
+                    failure = f"{name}: {error}"
+    conn.send(("done", digests) if failure is None else ("failed", failure))

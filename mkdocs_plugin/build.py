@@ -26,14 +26,21 @@ def build_report(
     site_name: str | None = None,
     on_page: Callable[[], None] | None = None,
     highlight_workers: int | None = None,
+    on_file: Callable[[Path], None] | None = None,
 ) -> TlsitePlugin:
     """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet).
 
     ``on_page`` is called after each page is written (for a progress bar).
     ``highlight_workers`` caps the highlighting processes (default: one per core).
+    ``on_file`` is called with each file of the site as soon as it is final (for a bundle
+    written during the build); files it was not called with are final when this returns.
     """
     plugin = TlsitePlugin(
-        trace=trace, raw_log=raw_log, on_page=on_page, highlight_workers=highlight_workers
+        trace=trace,
+        raw_log=raw_log,
+        on_page=on_page,
+        highlight_workers=highlight_workers,
+        on_file=on_file,
     )
     errors, _warnings = plugin.load_config({})
     if errors:

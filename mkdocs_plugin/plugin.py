@@ -3,7 +3,8 @@
 The same plugin serves ``tlsite build`` (which hands it an already loaded trace) and users
 who add ``- tlsite: {trace: path/to/trace.log}`` to their own ``mkdocs.yml``. Pages are
 generated in memory (``File.generated``); the tlparse-compatible files are written into the
-site folder after the build.
+site folder before the pages (``tlsite build``, so that its zip bundle can compress them
+while pages render) or after the build (embedded, where MkDocs copies placeholders for them).
 
 Embedded in another site (``prefix: report``), the report's pages keep the ``page.html`` URLs
 they have in a standalone report whatever the site's ``use_directory_urls`` (their raw-HTML
@@ -79,11 +80,17 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         raw_log: Any = None,
         on_page: Callable[[], None] | None = None,
         highlight_workers: int | None = None,
+        on_file: Callable[[Path], None] | None = None,
     ) -> None:
+        """``on_page`` is called as each page is built; ``on_file`` with each file of the
+        report as soon as it is written for good (pages one step late: MkDocs writes a page
+        after its last event)."""
         super().__init__()
         self._trace = trace
         self._raw_log = raw_log
         self._on_page = on_page
+        self._on_file = on_file
+        self._last_page: Path | None = None
         self._highlight_workers = highlight_workers
         self.tree: SiteTree | None = None
         self.compat_files: list[str] = []
@@ -214,10 +221,16 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             config.nav = [*nest_paths(own), *self._report_nav(wrap=bool(own))]
         return files
 
+    def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
+        if not self._embedded:
+            self._write_compat(config)
+        return env
+
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
         """Insert the highlighted code (after the search plugin has indexed the page)."""
         if self._on_page is not None:
             self._on_page()
+        self._page_written(Path(page.file.abs_dest_path))
         generated = self._page_of_uri.get(page.file.src_uri)
         if generated is None or not generated.blocks or self._highlighter is None:
             return add_csp(output, page=page, config=config)
@@ -246,17 +259,31 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
     @event_priority(-50)
     def on_post_build(self, *, config: MkDocsConfig) -> None:
-        out = Path(config.site_dir) / self.prefix
-        raw_log = self._raw_log
-        if raw_log is None and self.config.trace and os.path.isfile(self._trace_path()):
-            raw_log = Path(self._trace_path())  # copied as it is
-
-        writer = CompatWriter(self.trace, out, raw_log=raw_log)
-        self.compat_files = writer.write_all()
+        self._page_written(None)
+        if self._embedded:
+            self._write_compat(config)
         if self._highlighter is not None:
             self._highlighter.close()
             self._highlighter = None
         self._close_input()
+
+    def _write_compat(self, config: MkDocsConfig) -> None:
+        """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
+        out = Path(config.site_dir) / self.prefix
+        raw_log = self._raw_log
+        if raw_log is None and self.config.trace and os.path.isfile(self._trace_path()):
+            raw_log = Path(self._trace_path())  # copied as it is
+        writer = CompatWriter(self.trace, out, raw_log=raw_log)
+        self.compat_files = writer.write_all()
+        if self._on_file is not None:
+            for path in self.compat_files:
+                self._on_file(out / path)
+
+    def _page_written(self, page: Path | None) -> None:
+        """The previous page is on disk by now; ``page`` will be once MkDocs writes it."""
+        if self._on_file is not None and self._last_page is not None:
+            self._on_file(self._last_page)
+        self._last_page = page
 
     def on_build_error(self, *, error: Exception) -> None:
         if self._highlighter is not None:

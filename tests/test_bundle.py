@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,7 +16,7 @@ from corpus import TORCH_213
 
 from tlsite import __version__
 from tlsite.cli import BuildOutcome, build, example_trace
-from tlsite.core.bundle import MANIFEST_NAME, manifest_json, write_zip
+from tlsite.core.bundle import MANIFEST_NAME, ZipWriter, manifest_json, write_bundle, write_zip
 
 SIMPLE_213 = next(TORCH_213.glob("simple/*.log"))
 
@@ -39,8 +40,6 @@ def _7z_contents(path: Path, tmp: Path) -> dict[str, bytes]:
 
 
 def test_7z_holds_the_same_files_as_the_zip(site: BuildOutcome, tmp_path: Path) -> None:
-    from tlsite.core.bundle import write_bundle
-
     zipped, zip_size = write_bundle(site.site, "zip", trace="t.log", version=__version__)
     sevened, sz_size = write_bundle(site.site, "7z", trace="t.log", version=__version__)
     assert zipped == site.site.with_name("report.zip")
@@ -82,6 +81,68 @@ def test_write_zip_is_the_folder_and_deterministic(site: BuildOutcome, tmp_path:
     names = set(_zip_contents(first))
     files = [p.relative_to(site.site).as_posix() for p in site.site.rglob("*") if p.is_file()]
     assert names == {f"report/{name}" for name in files}
+
+
+def _copy_site(site: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / site.name
+    shutil.copytree(site, copy)
+    (copy / MANIFEST_NAME).unlink(missing_ok=True)
+    return copy
+
+
+def test_zip_written_during_the_build_holds_the_same_files(
+    site: BuildOutcome, tmp_path: Path
+) -> None:
+    """Files handed to the worker process early, in build order, the rest swept at the end:
+    the archive holds exactly what a zip of the finished folder holds."""
+    copy = _copy_site(site.site, tmp_path / "streamed")
+    reference = _copy_site(site.site, tmp_path / "plain")
+    writer = ZipWriter(copy, copy.with_name("report.zip"), background=True)
+    files = [p for p in sorted(copy.rglob("*")) if p.is_file()]
+    for path in reversed(files[::2]):  # some files, in another order than the sweep
+        writer.add(path)
+    writer.add(files[0])  # handed over twice: stored once
+    writer.finish(trace="t.log", version=__version__, extra=None)
+    write_bundle(reference, "zip", trace="t.log", version=__version__)
+
+    streamed = _zip_contents(copy.with_name("report.zip"))
+    plain = _zip_contents(reference.with_name("report.zip"))
+    assert sorted(streamed) == sorted(plain)
+    assert streamed == plain  # same bytes, manifest (digests taken while zipping) included
+    with zipfile.ZipFile(copy.with_name("report.zip")) as archive:
+        names = archive.namelist()
+    assert len(names) == len(set(names))
+    assert sorted(p.name for p in copy.parent.iterdir()) == ["report", "report.zip"]
+
+
+def test_a_file_changed_after_it_was_handed_over_is_zipped_as_it_ends(
+    site: BuildOutcome, tmp_path: Path
+) -> None:
+    copy = _copy_site(site.site, tmp_path)
+    writer = ZipWriter(copy, tmp_path / "out.zip", background=True)
+    page = copy / "index.html"
+    writer.add(page)
+    page.write_bytes(page.read_bytes() + b"<!-- changed -->")
+    writer.finish(trace="t.log", version=__version__, extra=None)
+    contents = _zip_contents(tmp_path / "out.zip")
+    assert contents[f"{copy.name}/index.html"].endswith(b"<!-- changed -->")
+    manifest = json.loads(contents[f"{copy.name}/{MANIFEST_NAME}"])
+    listed = {f["path"]: f["sha256"] for f in manifest["files"]}
+    assert listed["index.html"] == hashlib.sha256(page.read_bytes()).hexdigest()
+
+
+def test_a_failing_zip_worker_is_reported_and_leaves_no_partial_archive(
+    site: BuildOutcome, tmp_path: Path
+) -> None:
+    copy = _copy_site(site.site, tmp_path)
+    writer = ZipWriter(copy, tmp_path / "out.zip", background=True)
+    gone = copy / "index.html"
+    writer.add(gone)
+    gone.unlink()  # the worker cannot read it
+    with pytest.raises(OSError, match=r"index\.html"):
+        writer.finish(trace="t.log", version=__version__, extra=None)
+    writer.abort()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [copy.name]
 
 
 def test_cli_bundle_option(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
 """The speed-ups must not change what a user sees: each fast path against its plain twin.
 
 - highlighting in worker processes vs in the build process: byte-identical pages;
+- the zip bundle compressed during the build (files handed over as they are final) vs the
+  zip of the finished site: the same entries, byte for byte;
 - the gap-skipping highlighter (``fastlex.html_lines``) vs the plain one (``fastlex.tokens``
   rendered token by token): the same HTML for every artifact of every corpus trace and for
   generated text full of quotes, comments, keywords, numbers and entities;
@@ -13,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,7 @@ from corpus import TORCH_213, all_corpus_traces, tlparse_input, trace_id
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tlsite import cli
 from tlsite.core import load
 from tlsite.core.builder import TraceBuilder
 from tlsite.core.records import RecordReader
@@ -53,6 +57,46 @@ def test_parallel_and_inline_highlighting_give_identical_pages(tmp_path: Path) -
     assert sites[1].keys() == sites[2].keys()
     different = [name for name in sites[1] if sites[1][name] != sites[2][name]]
     assert different == []
+
+
+def test_files_are_handed_to_the_bundle_only_once_final(tmp_path: Path) -> None:
+    """The zip worker reads each file when ``on_file`` names it: it must not change after."""
+    handed: dict[Path, bytes] = {}
+
+    def on_file(path: Path) -> None:
+        assert path not in handed
+        handed[path] = path.read_bytes()
+
+    trace = load(TRAINING)
+    try:
+        site = tmp_path / "site"
+        build_report(trace, site, raw_log=TRAINING, on_file=on_file)
+    finally:
+        trace.close()
+    changed = [p for p, data in handed.items() if p.read_bytes() != data]
+    assert changed == []
+    on_disk = {p for p in site.rglob("*") if p.is_file()}
+    assert set(handed) <= on_disk
+    pages = {p for p in on_disk if p.name == "index.html" and p.parent.name.startswith("-_")}
+    assert pages and pages <= set(handed)  # every compile-id page...
+    assert site / "raw.jsonl" in handed  # ...and the tlparse files
+    swept = {p.relative_to(site).as_posix() for p in on_disk - set(handed)}
+    theme = [n for n in swept if n.split("/")[0] in {"assets", "search"}]
+    assert swept - set(theme) <= {"404.html", "sitemap.xml", "sitemap.xml.gz"}
+
+
+def test_zip_written_during_the_build_equals_the_zip_of_the_finished_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    contents = {}
+    for name, threshold in (("during", 0), ("after", 1 << 62)):
+        monkeypatch.setattr(cli, "ZIP_WHILE_BUILDING_MIN_BYTES", threshold)
+        out = tmp_path / name / "report"
+        cli.build(str(TRAINING), out, bundle="zip")
+        with zipfile.ZipFile(out.with_name("report.zip")) as archive:
+            contents[name] = {n: archive.read(n) for n in archive.namelist()}
+    assert sorted(contents["during"]) == sorted(contents["after"])
+    assert contents["during"] == contents["after"]
 
 
 FAST_LEXERS = ("python", "cpp", "json")

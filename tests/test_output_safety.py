@@ -326,11 +326,10 @@ def test_a_build_failing_in_the_bundle_leaves_the_old_report_and_bundle(
 ) -> None:
     import tlsite.core.bundle as bundle
 
-    def failing(site: Path, dest: Path, **kwargs: Any) -> int:
-        dest.with_name(dest.name + ".part").write_bytes(b"half a zip")
+    def failing(archive: Any, path: Path, name: str) -> tuple[int, str]:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(bundle, "write_zip", failing)
+    monkeypatch.setattr(bundle, "_add_to_zip", failing)
     with pytest.raises(OSError):
         build(str(EXAMPLE), existing[0], bundle="zip")
     assert_untouched(existing)
