@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+
 from tlsite.mkdocs_plugin.site_config import THEME_DIR, build_site, site_config
 
 pytestmark = pytest.mark.browser

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import py7zr
 import pytest
+
 from tlsite.core import source
 from tlsite.core.source import InputError, ResolvedInput, resolve_input
 
