@@ -16,8 +16,11 @@ import os
 import zipfile
 import zlib
 from collections.abc import Mapping
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal
+
+from .worker import WorkerProcess
 
 #: GitHub's limit for a file attached to an issue.
 GITHUB_ATTACHMENT_LIMIT = 25 * 1024 * 1024
@@ -213,13 +216,13 @@ class ZipWriter:
     """The zip bundle of a site, written file by file while the site is still being built.
 
     Deflating a big report's pages and tlparse files takes seconds of CPU. With
-    ``background``, a worker process compresses each file as soon as it is final, on the
-    other core, while this process renders pages (a thread would wait for the GIL at every
-    chunk). :meth:`add` names a file that will not change again; :meth:`finish` adds every
-    other file of the site in path order, decides whether the input log fits (see
-    :data:`RAW_LOG`), writes the manifest from the digests taken while compressing, and
-    moves the archive into place. Same files, same bytes per file as :func:`write_zip`;
-    only the order of entries follows the build.
+    ``background``, a :class:`~.worker.WorkerProcess` compresses each file as soon as it is
+    final, on the other core, while this process renders pages (a thread would wait for
+    the GIL at every chunk). :meth:`add` names a file that will not change again;
+    :meth:`finish` adds every other file of the site in path order, decides whether the
+    input log fits (see :data:`RAW_LOG`), writes the manifest from the digests taken while
+    compressing, and moves the archive into place. Same files, same bytes per file as
+    :func:`write_zip`; only the order of entries follows the build.
     """
 
     def __init__(self, site: Path, dest: Path, *, background: bool = True) -> None:
@@ -227,25 +230,17 @@ class ZipWriter:
         self.dest = dest
         self._tmp = dest.with_name(dest.name + ".part")
         self._digests: dict[str, tuple[int, str]] = {}
-        self._worker: Any = None
-        self._conn: Any = None
+        self._worker: WorkerProcess | None = None
         if background:
-            import multiprocessing
-
-            # "forkserver": the worker starts small, not as a copy of this (big) process
-            context = multiprocessing.get_context("forkserver")
-            self._conn, child = context.Pipe()
-            self._worker = context.Process(
-                target=_zip_worker, args=(child, str(site), str(self._tmp)), daemon=True
+            self._worker = WorkerProcess(
+                "tlsite.core.bundle:_zip_service", str(site), str(self._tmp)
             )
-            self._worker.start()
-            child.close()
 
     def add(self, path: Path) -> None:
         """Hand ``path`` (inside the site, final) to the worker."""
-        if self._conn is not None:
+        if self._worker is not None:
             with contextlib.suppress(OSError):  # the worker is gone: finish() says why
-                self._conn.send(path.relative_to(self.site).as_posix())
+                self._worker.send(path.relative_to(self.site).as_posix())
 
     def finish(self, *, trace: str, version: str, extra: Mapping[str, Any] | None) -> int:
         """Complete the archive and return its size (raises what the worker met)."""
@@ -286,24 +281,21 @@ class ZipWriter:
         """Stop the worker and remove the partial archive (the build failed)."""
         if self._worker is not None:
             self._worker.kill()
-            self._worker.join()
             self._worker = None
-            self._conn.close()
         self._tmp.unlink(missing_ok=True)
 
     def _collect_worker(self) -> bool:
         """Let the worker close its archive; keep its digests. False if there is none."""
         if self._worker is None:
             return False
+        worker, self._worker = self._worker, None
         try:
-            self._conn.send(None)
-            status, value = self._conn.recv()
+            worker.send(None)
+            status, value = worker.receive()
         except (EOFError, OSError) as error:
-            raise OSError(f"the zip bundle's worker process stopped: {error}") from error
+            raise OSError(f"the zip bundle's worker process stopped: {error!r}") from error
         finally:
-            self._worker.join()
-            self._worker = None
-            self._conn.close()
+            worker.close()
         if status != "done":
             raise OSError(f"writing the zip bundle failed: {value}")
         self._digests.update(value)
@@ -331,8 +323,8 @@ def _add_site_file(
         digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")
 
 
-def _zip_worker(conn: Any, site: str, tmp: str) -> None:
-    """Worker process: deflate each file named on ``conn`` into ``tmp`` until ``None``.
+def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> None:
+    """Worker process: deflate each file named in ``inbox`` into ``tmp`` until ``None``.
 
     Answers ``("done", digests)``, or ``("failed", why)`` after the first error (it keeps
     reading names until ``None`` so that the builder never blocks on a full pipe).
@@ -340,10 +332,10 @@ def _zip_worker(conn: Any, site: str, tmp: str) -> None:
     digests: dict[str, tuple[int, str]] = {}
     failure = None
     with _open_zip(Path(tmp), "w") as archive:
-        while (name := conn.recv()) is not None:
+        while (name := inbox.recv()) is not None:
             if failure is None:
                 try:
                     _add_site_file(archive, Path(site), name, digests)
                 except Exception as error:
                     failure = f"{name}: {error}"
-    conn.send(("done", digests) if failure is None else ("failed", failure))
+    outbox.send(("done", digests) if failure is None else ("failed", failure))

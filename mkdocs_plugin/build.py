@@ -31,7 +31,8 @@ def build_report(
     """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet).
 
     ``on_page`` is called after each page is written (for a progress bar).
-    ``highlight_workers`` caps the highlighting processes (default: one per core).
+    ``highlight_workers``: helper processes for highlighting (0: none, all in this process;
+    default: one per core but one).
     ``on_file`` is called with each file of the site as soon as it is final (for a bundle
     written during the build); files it was not called with are final when this returns.
     """

@@ -59,7 +59,7 @@ def build_rank_report(
         trace.notes.append(redaction_note(redactor))
     # the ranks already run in parallel: one highlighting process per rank is enough
     build_report(
-        trace, site, raw_log=raw_log, highlight_workers=1, site_name=f"Rank {summary.rank}"
+        trace, site, raw_log=raw_log, highlight_workers=0, site_name=f"Rank {summary.rank}"
     )
     return {"summary": trace.stats.summary(), "clean": trace.stats.is_clean}
 
@@ -114,7 +114,7 @@ def _build_empty_rank(site_dir: Path, summary: RankSummary) -> None:
     trace = load_source(source)
     try:
         trace.notes.append(f"The log of rank {summary.rank} is empty: it logged nothing.")
-        build_report(trace, site_dir / f"rank_{summary.rank}", highlight_workers=1)
+        build_report(trace, site_dir / f"rank_{summary.rank}", highlight_workers=0)
     finally:
         trace.close()
 

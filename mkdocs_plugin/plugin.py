@@ -201,6 +201,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             for block in page.blocks.values():
                 if isinstance(block, CodeBlock):
                     self._highlighter.submit(block)
+        self._highlighter.start()
         if self._embedded:
             for asset in sorted((THEME_DIR / ASSET_DIR).iterdir()):
                 uri = f"{ASSET_DIR}/{asset.name}"

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import html
-import multiprocessing
 import os
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ..store import read_slice
+from ..worker import WorkerProcess
 from . import fastlex
 
 #: Python, C++ and JSON are highlighted by :mod:`.fastlex`; other languages by Pygments
@@ -142,7 +142,7 @@ def _token_lines(pieces: Iterable[tuple[str | None, str]]) -> str:
 
 
 def _render_to_file(block: CodeBlock, dest: str) -> str:
-    """Worker entry point: highlight one block into ``dest`` (written atomically)."""
+    """Highlight one block into ``dest`` (written atomically), unless it is there already."""
     if not os.path.exists(dest):
         tmp = f"{dest}.{os.getpid()}.part"
         Path(tmp).write_text(highlight_html(read_block_text(block), block.lang), encoding="utf-8")
@@ -150,47 +150,99 @@ def _render_to_file(block: CodeBlock, dest: str) -> str:
     return dest
 
 
+def _highlight_service(inbox: Connection, outbox: Connection) -> None:
+    """Worker process: render each ``(key, block, dest)`` of the list it is sent, in order,
+    answering ``(key, None)`` or ``(key, why)`` for each."""
+    for key, block, dest in inbox.recv():
+        try:
+            _render_to_file(block, dest)
+        except Exception as error:  # the build process renders it again, and raises there
+            outbox.send((key, f"{type(error).__name__}: {error}"))
+        else:
+            outbox.send((key, None))
+
+
 class Highlighter:
-    """Highlights blocks ahead of time, in parallel, and hands back their HTML by key."""
+    """Highlights blocks ahead of time, in helper processes, and hands back their HTML by key.
+
+    :meth:`submit` every block first (in page order), then :meth:`start`: each worker is
+    sent its share as one message (so neither side ever blocks on a full pipe while the
+    other waits) and answers block by block; :meth:`html` reads a worker's answers up to
+    the block it needs. The HTML goes to files in ``cache_dir``, not into memory.
+    """
 
     def __init__(
         self, cache_dir: Path, *, workers: int | None = None, code_bytes: int | None = None
     ) -> None:
-        """``code_bytes``, the total size of the blocks to come, decides whether worker
-        processes pay off: below :data:`POOL_THRESHOLD` they cost more than they save."""
+        """``workers``: helper processes (0: highlight in this process). By default, one
+        per core but the one this process uses, if ``code_bytes`` (the total size of the
+        blocks to come) reaches :data:`POOL_THRESHOLD`: below, they cost more than they
+        save."""
         self.cache_dir = cache_dir
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self._blocks: dict[str, CodeBlock] = {}
-        self._futures: dict[str, Future[str]] = {}
-        workers = workers if workers is not None else (os.cpu_count() or 1)
-        if code_bytes is not None and code_bytes < POOL_THRESHOLD:
-            workers = 1
-        # "forkserver": workers start from a small clean process, not as copies of this one
-        # (which holds the whole model), so they add little memory
-        context = multiprocessing.get_context("forkserver")
-        self._pool: Executor | None = (
-            ProcessPoolExecutor(workers, mp_context=context) if workers > 1 else None
-        )
+        count = workers
+        if count is None:
+            enough = code_bytes is None or code_bytes >= POOL_THRESHOLD
+            count = max(1, (os.cpu_count() or 1) - 1) if enough else 0
+        self._workers = [
+            WorkerProcess("tlsite.core.render.highlight:_highlight_service") for _ in range(count)
+        ]
+        self._worker_of: dict[str, WorkerProcess] = {}  # sent, answer not read yet
+        self._started = False
 
     def submit(self, block: CodeBlock) -> str:
         """Queue ``block`` (once per distinct content) and return its key."""
         key = block.key
-        if key not in self._blocks:
-            self._blocks[key] = block
-            if self._pool is not None:
-                self._futures[key] = self._pool.submit(_render_to_file, block, self._dest(key))
+        self._blocks.setdefault(key, block)
         return key
 
+    def start(self) -> None:
+        """Send the queued blocks to the workers, balanced by size, in submission order."""
+        if self._started or not self._workers:
+            self._started = True
+            return
+        self._started = True
+        shares: list[list[tuple[str, CodeBlock, str]]] = [[] for _ in self._workers]
+        loads = [0] * len(self._workers)
+        for key, block in self._blocks.items():
+            least = loads.index(min(loads))
+            shares[least].append((key, block, self._dest(key)))
+            loads[least] += block.size
+            self._worker_of[key] = self._workers[least]
+        for worker, share in zip(self._workers, shares, strict=True):
+            try:
+                worker.send(share)
+            except OSError:  # a worker that died renders nothing: this process does it
+                for key, _, _ in share:
+                    self._worker_of.pop(key, None)
+
     def html(self, key: str, block_id: str) -> str:
-        """The block's HTML with its per-page id (highlighting it now if no pool runs)."""
-        future = self._futures.get(key)
-        dest = future.result() if future else _render_to_file(self._blocks[key], self._dest(key))
+        """The block's HTML with its per-page id (highlighting it now if no worker does)."""
+        self.start()
+        self._wait_for(key)
+        dest = _render_to_file(self._blocks[key], self._dest(key))  # no-op once rendered
         return Path(dest).read_text(encoding="utf-8").replace(BLOCK_ID, block_id)
+
+    def _wait_for(self, key: str) -> None:
+        worker = self._worker_of.get(key)
+        while worker is not None and key in self._worker_of:
+            try:
+                done, _failure = worker.receive()  # a failure is rendered again here
+            except (EOFError, OSError):  # the worker died: render its blocks here
+                for other in [k for k, w in self._worker_of.items() if w is worker]:
+                    del self._worker_of[other]
+                return
+            self._worker_of.pop(done, None)
 
     def _dest(self, key: str) -> str:
         return str(self.cache_dir / f"{key}.html")
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for worker in self._workers:
+            if self._worker_of:  # the build failed midway: no need to finish
+                worker.kill()
+            else:
+                worker.close()
+        self._workers = []
+        self._worker_of.clear()

@@ -1,0 +1,86 @@
+"""Helper processes for the CPU work that overlaps a build (highlighting, the zip bundle).
+
+A :class:`WorkerProcess` is a fresh interpreter (``python -c``) that runs one *service*, a
+function named ``"package.module:function"``, with two pipe ends wrapped as
+:class:`multiprocessing.connection.Connection` objects. It is deliberately not
+:mod:`multiprocessing`'s process machinery: that starts a fork server and a resource tracker
+(two more processes) and re-imports the caller's ``__main__`` in every child, which breaks
+scripts that call tlsite without an ``if __name__ == "__main__"`` guard. A worker costs one
+interpreter start and the imports of its service's module, and shares nothing with the
+build process, so its memory stays small however big the trace is.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from typing import Any
+
+# The child puts the parent's sys.path first (tlsite may be importable only through it),
+# then serves: argv = [sys.path as JSON, service, read fd, write fd, *service arguments].
+_BOOTSTRAP = (
+    "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+    "from tlsite.core.worker import _serve; _serve(sys.argv[2:])"
+)
+
+
+class WorkerProcess:
+    """One helper process serving ``service(inbox, outbox, *args)`` until its inbox closes."""
+
+    def __init__(self, service: str, *args: str) -> None:
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        fds = [str(to_child), str(from_child)]
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), service, *fds, *args],
+            pass_fds=(to_child, from_child),
+            stdin=subprocess.DEVNULL,
+        )
+        os.close(to_child)
+        os.close(from_child)
+        self._outbox = Connection(from_parent, readable=False)
+        self._inbox = Connection(to_parent, writable=False)
+
+    def send(self, message: Any) -> None:
+        """Send ``message`` (picklable); ``OSError`` if the worker has gone."""
+        self._outbox.send(message)
+
+    def receive(self) -> Any:
+        """The worker's next answer; ``EOFError`` if it has gone."""
+        return self._inbox.recv()
+
+    def close(self) -> None:
+        """Close its inbox (the service's signal to finish), read what it still says (so it
+        never blocks on a full pipe) and wait for the process to end."""
+        if not self._outbox.closed:
+            self._outbox.close()
+        while not self._inbox.closed:
+            try:
+                self._inbox.recv()
+            except (EOFError, OSError):
+                self._inbox.close()
+        self._process.wait()
+
+    def kill(self) -> None:
+        self._process.kill()
+        self.close()
+
+
+def _serve(argv: list[str]) -> None:
+    """Child side: import the service and run it on the two pipe ends."""
+    service, read_fd, write_fd, *args = argv
+    module_name, function_name = service.split(":")
+    function = getattr(importlib.import_module(module_name), function_name)
+    inbox = Connection(int(read_fd), writable=False)
+    outbox = Connection(int(write_fd), readable=False)
+    try:
+        function(inbox, outbox, *args)
+    except (EOFError, BrokenPipeError):
+        pass  # the build process went away: nothing left to do
+    finally:
+        outbox.close()
+        inbox.close()
