@@ -34,6 +34,7 @@ from tlsite.core.redact import MODES, Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, Page, SiteTree, render_tree
+from tlsite.core.render.templating import bytecode_cache
 
 from .csp import add_csp, add_csp_to_template
 from .site_config import ASSET_DIR, EXTRA_CSS, EXTRA_JS, THEME_DIR
@@ -224,6 +225,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         if not self._embedded:
+            env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
             self._write_compat(config)
         return env
 

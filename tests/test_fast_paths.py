@@ -1,6 +1,7 @@
 """The speed-ups must not change what a user sees: each fast path against its plain twin.
 
 - highlighting in worker processes vs in the build process: byte-identical pages;
+- templates compiled from Jinja's bytecode cache vs compiled afresh: identical pages;
 - the zip bundle compressed during the build (files handed over as they are final) vs the
   zip of the finished site: the same entries, byte for byte;
 - the gap-skipping highlighter (``fastlex.html_lines``) vs the plain one (``fastlex.tokens``
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from tlsite import cli
 from tlsite.core import load
 from tlsite.core.builder import TraceBuilder
 from tlsite.core.records import RecordReader
-from tlsite.core.render import fastlex
+from tlsite.core.render import fastlex, templating
 from tlsite.core.render.highlight import _token_lines
 from tlsite.core.stats import ParseStats
 from tlsite.mkdocs_plugin.build import build_report
@@ -57,6 +59,33 @@ def test_parallel_and_inline_highlighting_give_identical_pages(tmp_path: Path) -
     assert sites[0].keys() == sites[2].keys()
     different = [name for name in sites[0] if sites[0][name] != sites[2][name]]
     assert different == []
+
+
+def test_templates_compiled_from_the_bytecode_cache_give_identical_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """First build: templates compiled and cached; second: loaded from the cache."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    for cached in (templating.bytecode_cache, templating.environment):
+        cached.cache_clear()
+    templating.markdown_environment.cache_clear()
+    sites = []
+    try:
+        for run in range(2):
+            trace = load(EXAMPLE)
+            try:
+                build_report(trace, tmp_path / f"site{run}", raw_log=EXAMPLE)
+            finally:
+                trace.close()
+            sites.append(_pages(tmp_path / f"site{run}"))
+            cache_dirs = list((tmp_path / "tmp").glob("_jinja2-cache-*"))
+            assert cache_dirs and any(cache_dirs[0].iterdir())
+    finally:
+        for cached in (templating.bytecode_cache, templating.environment):
+            cached.cache_clear()
+        templating.markdown_environment.cache_clear()
+    assert sites[0] == sites[1]
 
 
 def test_files_are_handed_to_the_bundle_only_once_final(tmp_path: Path) -> None:

@@ -25,6 +25,15 @@ def _md_finalize(value: Any) -> Any:
 
 
 @cache
+def bytecode_cache() -> jinja2.BytecodeCache:
+    """Compiled templates kept between runs (Jinja's per-user folder in the temp directory,
+    which it creates private and checks the owner of; entries are keyed by the template's
+    source, so an edited template is compiled again). Compiling the ~70 templates a build
+    uses, Material's included, costs a quarter of a second per run otherwise."""
+    return jinja2.FileSystemBytecodeCache()
+
+
+@cache
 def environment() -> jinja2.Environment:
     """HTML templates (``*.html``): standard HTML autoescaping."""
     return jinja2.Environment(
@@ -34,6 +43,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
+        bytecode_cache=bytecode_cache(),
     )
 
 
@@ -48,6 +58,7 @@ def markdown_environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
+        bytecode_cache=bytecode_cache(),
     )
     env.filters.update(
         md=escape.md_text,
