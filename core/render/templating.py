@@ -33,33 +33,29 @@ def bytecode_cache() -> jinja2.BytecodeCache:
     return jinja2.FileSystemBytecodeCache()
 
 
-@cache
-def environment() -> jinja2.Environment:
-    """HTML templates (``*.html``): standard HTML autoescaping."""
+def _environment(**escaping: Any) -> jinja2.Environment:
+    """The settings both environments share; ``escaping`` is what sets them apart."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("tlsite.core.render", "templates"),
-        autoescape=jinja2.select_autoescape(["html"], default_for_string=False),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
         bytecode_cache=bytecode_cache(),
+        **escaping,
     )
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """HTML templates (``*.html``): standard HTML autoescaping."""
+    return _environment(autoescape=jinja2.select_autoescape(["html"], default_for_string=False))
 
 
 @cache
 def markdown_environment() -> jinja2.Environment:
     """Markdown templates (``*.md``): values are Markdown-escaped unless marked safe."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("tlsite.core.render", "templates"),
-        autoescape=False,
-        finalize=_md_finalize,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        undefined=jinja2.StrictUndefined,
-        bytecode_cache=bytecode_cache(),
-    )
+    env = _environment(autoescape=False, finalize=_md_finalize)
     env.filters.update(
         md=escape.md_text,
         code=escape.md_code,
