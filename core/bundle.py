@@ -34,24 +34,6 @@ def site_files(site: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(site).as_posix())
 
 
-def write_zip(
-    site: Path, dest: Path, *, root: str | None = None, skip: frozenset[str] = frozenset()
-) -> int:
-    """Zip ``site`` into ``dest`` under the folder ``root``; return the archive size.
-
-    ``skip`` names files (relative to ``site``) left out of the archive.
-    """
-    root = root if root is not None else site.name
-    tmp = dest.with_name(dest.name + ".part")
-    with _open_zip(tmp, "w") as archive:
-        for path in site_files(site):
-            relative = path.relative_to(site).as_posix()
-            if relative not in skip:
-                _add_to_zip(archive, path, f"{root}/{relative}" if root else relative)
-    os.replace(tmp, dest)
-    return dest.stat().st_size
-
-
 def _add_to_zip(archive: zipfile.ZipFile, path: Path, name: str) -> tuple[int, str]:
     """Deflate ``path`` into ``archive`` as ``name``; return its size and SHA-256."""
     info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
@@ -144,7 +126,8 @@ def manifest_json(
 
 
 def write_7z(site: Path, dest: Path, *, root: str | None = None) -> int:
-    """Like :func:`write_zip`, as a solid LZMA2 ``.7z`` archive (much smaller, not for issues)."""
+    """The site as a solid LZMA2 ``.7z`` archive under the folder ``root`` (much smaller than
+    the zip, but not for GitHub issues)."""
     import py7zr
 
     root = root if root is not None else site.name
@@ -221,8 +204,8 @@ class ZipWriter:
     the GIL at every chunk). :meth:`add` names a file that will not change again;
     :meth:`finish` adds every other file of the site in path order, decides whether the
     input log fits (see :data:`RAW_LOG`), writes the manifest from the digests taken while
-    compressing, and moves the archive into place. Same files, same bytes per file as
-    :func:`write_zip`; only the order of entries follows the build.
+    compressing, and moves the archive into place. Without files handed over early, the
+    entries are in path order, and the same site always gives the same bytes.
     """
 
     def __init__(self, site: Path, dest: Path, *, background: bool = True) -> None:

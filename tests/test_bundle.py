@@ -16,7 +16,7 @@ from corpus import TORCH_213
 
 from tlsite import __version__
 from tlsite.cli import BuildOutcome, build, example_trace
-from tlsite.core.bundle import MANIFEST_NAME, ZipWriter, manifest_json, write_bundle, write_zip
+from tlsite.core.bundle import MANIFEST_NAME, ZipWriter, manifest_json, write_bundle
 
 SIMPLE_213 = next(TORCH_213.glob("simple/*.log"))
 
@@ -73,12 +73,12 @@ def test_manifest_lists_every_file(site: BuildOutcome) -> None:
     assert "index.html" in manifest["note"]
 
 
-def test_write_zip_is_the_folder_and_deterministic(site: BuildOutcome, tmp_path: Path) -> None:
-    first, second = tmp_path / "a.zip", tmp_path / "b.zip"
-    write_zip(site.site, first)
-    write_zip(site.site, second)
-    assert first.read_bytes() == second.read_bytes()
-    names = set(_zip_contents(first))
+def test_zip_bundle_is_the_folder_and_deterministic(site: BuildOutcome) -> None:
+    zipped, _ = write_bundle(site.site, "zip", trace="t.log", version=__version__)
+    first = zipped.read_bytes()
+    write_bundle(site.site, "zip", trace="t.log", version=__version__)
+    assert zipped.read_bytes() == first
+    names = set(_zip_contents(zipped))
     files = [p.relative_to(site.site).as_posix() for p in site.site.rglob("*") if p.is_file()]
     assert names == {f"report/{name}" for name in files}
 
