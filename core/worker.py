@@ -8,6 +8,10 @@ function named ``"package.module:function"``, with two pipe ends wrapped as
 scripts that call tlsite without an ``if __name__ == "__main__"`` guard. A worker costs one
 interpreter start and the imports of its service's module, and shares nothing with the
 build process, so its memory stays small however big the trace is.
+
+:meth:`WorkerProcess.send` never blocks: a thread of the build process feeds the worker's
+pipe. A pipe holds 64 kB; a build that sends faster than the worker works (the reader hands
+over code to highlight, the plugin files to zip) would otherwise stall on it.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -26,6 +32,7 @@ _BOOTSTRAP = (
     "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
     "from tlsite.core.worker import _serve; _serve(sys.argv[2:])"
 )
+_END_OF_INPUT = object()
 
 
 class WorkerProcess:
@@ -44,28 +51,56 @@ class WorkerProcess:
         os.close(from_child)
         self._outbox = Connection(from_parent, readable=False)
         self._inbox = Connection(to_parent, writable=False)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._gone = False  # the worker's pipe broke: nothing more reaches it
+        self._feeder = threading.Thread(target=self._feed, name="tlsite-worker-feed", daemon=True)
+        self._feeder.start()
 
     def send(self, message: Any) -> None:
-        """Send ``message`` (picklable); ``OSError`` if the worker has gone."""
-        self._outbox.send(message)
+        """Queue ``message`` (picklable) for the worker; ``OSError`` if it has gone."""
+        if self._gone:
+            raise BrokenPipeError("the worker process has gone")
+        self._queue.put(message)
+
+    def _feed(self) -> None:
+        """Feeder thread: send queued messages in order, then close the worker's input."""
+        while (message := self._queue.get()) is not _END_OF_INPUT:
+            if self._gone:
+                continue
+            try:
+                self._outbox.send(message)
+            except OSError:
+                self._gone = True
+        self._outbox.close()
+
+    def poll(self) -> bool:
+        """Whether an answer is waiting (:meth:`receive` would not block)."""
+        return self._inbox.poll()
 
     def receive(self) -> Any:
         """The worker's next answer; ``EOFError`` if it has gone."""
         return self._inbox.recv()
 
+    def end_input(self) -> None:
+        """Send nothing more: the worker finishes once it has read what was queued."""
+        if self._feeder.is_alive():
+            self._queue.put(_END_OF_INPUT)
+
     def close(self) -> None:
-        """Close its inbox (the service's signal to finish), read what it still says (so it
+        """End its input (the service's signal to finish), read what it still says (so it
         never blocks on a full pipe) and wait for the process to end."""
-        if not self._outbox.closed:
-            self._outbox.close()
+        self.end_input()
         while not self._inbox.closed:
             try:
                 self._inbox.recv()
             except (EOFError, OSError):
                 self._inbox.close()
+        self._feeder.join()
         self._process.wait()
 
     def kill(self) -> None:
+        """Stop the worker now, whatever it was doing."""
+        self._gone = True
         self._process.kill()
         self.close()
 
