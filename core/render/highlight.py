@@ -152,24 +152,30 @@ def _render_to_file(block: CodeBlock, dest: str) -> str:
 
 
 def _highlight_service(inbox: Connection, outbox: Connection) -> None:
-    """Worker process: render each ``(key, block, dest)`` of the list it is sent, in order,
-    answering ``(key, None)`` or ``(key, why)`` for each."""
-    for key, block, dest in inbox.recv():
+    """Worker process: for each list of ``(key, block, dest)`` it is sent, render them in
+    order, answering ``(key, None)`` or ``(key, why)`` for each, until its input ends."""
+    while True:
         try:
-            _render_to_file(block, dest)
-        except Exception as error:  # the build process renders it again, and raises there
-            outbox.send((key, f"{type(error).__name__}: {error}"))
-        else:
-            outbox.send((key, None))
+            jobs = inbox.recv()
+        except EOFError:
+            return
+        for key, block, dest in jobs:
+            try:
+                _render_to_file(block, dest)
+            except Exception as error:  # the build process renders it again, and raises there
+                outbox.send((key, f"{type(error).__name__}: {error}"))
+            else:
+                outbox.send((key, None))
 
 
 class Highlighter:
     """Highlights blocks ahead of time, in helper processes, and hands back their HTML by key.
 
-    :meth:`submit` every block first (in page order), then :meth:`start`: each worker is
-    sent its share as one message (so neither side ever blocks on a full pipe while the
-    other waits) and answers block by block; :meth:`html` reads a worker's answers up to
-    the block it needs. The HTML goes to files in ``cache_dir``, not into memory.
+    Blocks :meth:`submit`-ted before :meth:`start` are held and then sent in submission
+    order; after it, each goes to a worker at once (a build that knows its blocks while it
+    still reads the trace starts the workers first, so the highlighting overlaps reading).
+    :meth:`html` reads a worker's answers up to the block it needs. The HTML goes to files
+    in ``cache_dir``, not into memory.
     """
 
     def __init__(
@@ -189,34 +195,45 @@ class Highlighter:
         self._workers = [
             WorkerProcess("tlsite.core.render.highlight:_highlight_service") for _ in range(count)
         ]
+        self._loads = [0] * count  # bytes of code sent to each worker
         self._worker_of: dict[str, WorkerProcess] = {}  # sent, answer not read yet
+        self._held: list[str] = []
         self._started = False
 
     def submit(self, block: CodeBlock) -> str:
         """Queue ``block`` (once per distinct content) and return its key."""
         key = block.key
-        self._blocks.setdefault(key, block)
+        if key not in self._blocks:
+            self._blocks[key] = block
+            if self._started:
+                self._send(key)
+            else:
+                self._held.append(key)
         return key
 
     def start(self) -> None:
-        """Send the queued blocks to the workers, balanced by size, in submission order."""
-        if self._started or not self._workers:
+        """Send the held blocks, and from now on each block as it is submitted."""
+        if not self._started:
             self._started = True
+            for key in self._held:
+                self._send(key)
+            self._held.clear()
+
+    def _send(self, key: str) -> None:
+        """Hand ``key`` to the worker with the least code so far (none: :meth:`html` does it)."""
+        if not self._workers:
             return
-        self._started = True
-        shares: list[list[tuple[str, CodeBlock, str]]] = [[] for _ in self._workers]
-        loads = [0] * len(self._workers)
-        for key, block in self._blocks.items():
-            least = loads.index(min(loads))
-            shares[least].append((key, block, self._dest(key)))
-            loads[least] += block.size
-            self._worker_of[key] = self._workers[least]
-        for worker, share in zip(self._workers, shares, strict=True):
-            try:
-                worker.send(share)
-            except OSError:  # a worker that died renders nothing: this process does it
-                for key, _, _ in share:
-                    self._worker_of.pop(key, None)
+        least = self._loads.index(min(self._loads))
+        worker = self._workers[least]
+        block = self._blocks[key]
+        try:
+            worker.send([(key, block, self._dest(key))])
+        except OSError:  # a worker that died renders nothing: this process does it
+            return
+        self._loads[least] += block.size
+        self._worker_of[key] = worker
+        while worker.poll():  # read answers now and then: the worker never waits on a full pipe
+            self._answered(worker)
 
     def html(self, key: str, block_id: str) -> str:
         """The block's HTML with its per-page id (highlighting it now if no worker does)."""
@@ -228,20 +245,26 @@ class Highlighter:
     def _wait_for(self, key: str) -> None:
         worker = self._worker_of.get(key)
         while worker is not None and key in self._worker_of:
-            try:
-                done, _failure = worker.receive()  # a failure is rendered again here
-            except (EOFError, OSError):  # the worker died: render its blocks here
-                for other in [k for k, w in self._worker_of.items() if w is worker]:
-                    del self._worker_of[other]
-                return
-            self._worker_of.pop(done, None)
+            self._answered(worker)
+
+    def _answered(self, worker: WorkerProcess) -> None:
+        """Read one answer of ``worker`` (a failure is rendered again in this process)."""
+        try:
+            done, _failure = worker.receive()
+        except (EOFError, OSError):  # the worker died: render its blocks here
+            for other in [k for k, w in self._worker_of.items() if w is worker]:
+                del self._worker_of[other]
+            return
+        self._worker_of.pop(done, None)
 
     def _dest(self, key: str) -> str:
         return str(self.cache_dir / f"{key}.html")
 
     def close(self) -> None:
+        """Stop the workers: at once if blocks are still being rendered (the build failed
+        midway, or was highlighted ahead for blocks no page shows)."""
         for worker in self._workers:
-            if self._worker_of:  # the build failed midway: no need to finish
+            if any(w is worker for w in self._worker_of.values()):
                 worker.kill()
             else:
                 worker.close()
