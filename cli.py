@@ -23,13 +23,16 @@ from typing import TYPE_CHECKING, Any
 from tlsite import __version__
 
 if TYPE_CHECKING:
-    from tlsite.core import ResolvedInput
+    from tlsite.core import LogSource, ResolvedInput, Trace
     from tlsite.core.redact import Redactor
+    from tlsite.core.render.highlight import Highlighter
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 #: From this trace size on, the zip bundle is compressed during the build by a worker
 #: process; below it, the process start costs more than the overlap saves.
 ZIP_WHILE_BUILDING_MIN_BYTES = 16 * 1024 * 1024
+#: From this trace size on, code is highlighted by worker processes while the trace is read.
+HIGHLIGHT_AHEAD_MIN_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -414,7 +417,7 @@ def build(
     and the bundle is made from the redacted text. A folder of rank logs (and no ``rank``)
     gives one site for all ranks, ``jobs`` ranks read at a time (``all_ranks``: even one).
     """
-    from tlsite.core import load_source, resolve_input, select_log
+    from tlsite.core import resolve_input, select_log
     from tlsite.core.redact import redacted_source, redaction_note, redaction_summary
     from tlsite.mkdocs_plugin.build import build_report
 
@@ -441,7 +444,7 @@ def build(
         if redactor is not None:
             log = redacted_source(log, redactor)
         bar.stage(f"Reading {log.display_name}", log.size_hint)
-        trace = load_source(log, export_mode=export_mode, on_bytes=bar.advance)
+        trace, highlighter = _read_log(log, export_mode=export_mode, on_bytes=bar.advance)
         if redactor is None:
             trace.notes.extend(resolved.notes)
         else:
@@ -455,7 +458,14 @@ def build(
             site: Path, on_file: Callable[[Path], None] | None
         ) -> tuple[str, dict[str, Any]]:
             bar.stage("Writing pages")
-            build_report(trace, site, raw_log=raw_log, on_page=bar.advance, on_file=on_file)
+            build_report(
+                trace,
+                site,
+                raw_log=raw_log,
+                on_page=bar.advance,
+                on_file=on_file,
+                highlighter=highlighter,
+            )
             return trace.source, extra
 
         try:
@@ -467,6 +477,8 @@ def build(
                 zip_while_building=(log.size_hint or 0) >= ZIP_WHILE_BUILDING_MIN_BYTES,
             )
         finally:
+            if highlighter is not None:
+                highlighter.close()
             trace.close()
     return BuildOutcome(
         site=out,
@@ -477,6 +489,34 @@ def build(
         clean=trace.stats.is_clean,
         bundle_format=fmt,
     )
+
+
+def _read_log(
+    log: LogSource, *, export_mode: bool | None, on_bytes: Callable[[int], None]
+) -> tuple[Trace, Highlighter | None]:
+    """Read the log; for a big one, with highlight workers at work on its code meanwhile."""
+    from tlsite.core import PayloadStore, load_source
+    from tlsite.core.render.highlight import Highlighter
+    from tlsite.core.render.pages import highlight_ahead
+
+    if (log.size_hint or 0) < HIGHLIGHT_AHEAD_MIN_BYTES:
+        return load_source(log, export_mode=export_mode, on_bytes=on_bytes), None
+    store = PayloadStore()
+    highlighter = Highlighter(store.spill_path("highlight"))
+    highlighter.start()
+    try:
+        trace = load_source(
+            log,
+            store=store,
+            export_mode=export_mode,
+            on_bytes=on_bytes,
+            on_artifact=highlight_ahead(highlighter),
+        )
+    except BaseException:
+        highlighter.close()
+        store.close()
+        raise
+    return trace, highlighter
 
 
 def _build_all_ranks(

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
-from .builder import build_trace
+from .builder import ArtifactCallback, build_trace
 from .compile_id import CompileId
 from .model import Artifact, CompileUnit, Event, Trace
 from .records import CHUNK
@@ -48,16 +48,24 @@ def load_source(
     store: PayloadStore | None = None,
     export_mode: bool | None = None,
     on_bytes: ProgressCallback | None = None,
+    on_artifact: ArtifactCallback | None = None,
 ) -> Trace:
     """Read one log into a :class:`Trace` (payloads go to ``store`` or a temporary one).
 
-    ``on_bytes`` is called now and then with the number of bytes read since the last call.
+    ``on_bytes`` is called now and then with the number of bytes read since the last call;
+    ``on_artifact`` with each artifact as soon as its record is read.
     """
     if export_mode is None:
         export_mode = _looks_like_export(source)
     with source.open() as stream:
         lines = stream if on_bytes is None else _counted(stream, on_bytes)
-        trace = build_trace(lines, source.display_name, store=store, export_mode=export_mode)
+        trace = build_trace(
+            lines,
+            source.display_name,
+            store=store,
+            export_mode=export_mode,
+            on_artifact=on_artifact,
+        )
     return trace
 
 

@@ -7,13 +7,13 @@ chromium events) so that neither is held in memory.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
-from .model import BODY_PAGE, CompileUnit, DescribeRef, Trace
+from .model import BODY_PAGE, Artifact, CompileUnit, DescribeRef, Trace
 from .records import CONTEXT_KEYS, Record, RecordReader
 from .registry import RecordContext, handler_for
 from .stats import ParseStats
@@ -21,6 +21,8 @@ from .store import PayloadStore
 
 #: Keys tlparse adds to each raw.jsonl line.
 RAW_ADDED_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename")
+#: Called with each artifact once its record is read (to start work on it early).
+ArtifactCallback = Callable[[Trace, Artifact], None]
 _YEAR_PLACEHOLDER = "0000-"
 
 
@@ -34,6 +36,7 @@ class TraceBuilder:
         *,
         export_mode: bool = False,
         fast_paths: bool = True,
+        on_artifact: ArtifactCallback | None = None,
     ) -> None:
         stats = ParseStats(source=source)
         self.trace = Trace(
@@ -52,6 +55,7 @@ class TraceBuilder:
         #: copy logged JSON text instead of decoding and encoding it (tests turn this off to
         #: check both ways give the same values)
         self.fast_paths = fast_paths
+        self.on_artifact = on_artifact
 
     def share(self, value: str) -> str:
         """One copy of equal long strings (every compile logs the same config dumps)."""
@@ -102,7 +106,11 @@ class TraceBuilder:
         unit = self.unit_for(record)
         ctx = RecordContext(self, record, unit)
         handler = handler_for(record.event_type) or handlers.generic_handler
+        known = len(unit.artifacts)
         handler(ctx)
+        if self.on_artifact is not None:
+            for artifact in unit.artifacts[known:]:
+                self.on_artifact(self.trace, artifact)
         if "stack" in record.envelope:
             frames = read_stack(record.envelope["stack"], self.reader_strings)
             if frames:
@@ -199,9 +207,11 @@ def build_trace(
     *,
     store: PayloadStore | None = None,
     export_mode: bool = False,
+    on_artifact: ArtifactCallback | None = None,
 ) -> Trace:
     """Read ``lines`` (the raw lines of one log) into a trace model."""
-    return TraceBuilder(source, store, export_mode=export_mode).read(lines)
+    builder = TraceBuilder(source, store, export_mode=export_mode, on_artifact=on_artifact)
+    return builder.read(lines)
 
 
 __all__ = ["CompileId", "TraceBuilder", "build_trace"]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tlsite.core.model import Trace
+from tlsite.core.render.highlight import Highlighter
 
 from .plugin import TlsitePlugin
 from .site_config import build_site, site_config
@@ -27,6 +28,7 @@ def build_report(
     on_page: Callable[[], None] | None = None,
     highlight_workers: int | None = None,
     on_file: Callable[[Path], None] | None = None,
+    highlighter: Highlighter | None = None,
 ) -> TlsitePlugin:
     """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet).
 
@@ -35,6 +37,7 @@ def build_report(
     default: one per core but one).
     ``on_file`` is called with each file of the site as soon as it is final (for a bundle
     written during the build); files it was not called with are final when this returns.
+    ``highlighter``: one that has been highlighting the trace's code while it was read.
     """
     plugin = TlsitePlugin(
         trace=trace,
@@ -42,6 +45,7 @@ def build_report(
         on_page=on_page,
         highlight_workers=highlight_workers,
         on_file=on_file,
+        highlighter=highlighter,
     )
     errors, _warnings = plugin.load_config({})
     if errors:

@@ -82,10 +82,12 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         on_page: Callable[[], None] | None = None,
         highlight_workers: int | None = None,
         on_file: Callable[[Path], None] | None = None,
+        highlighter: Highlighter | None = None,
     ) -> None:
         """``on_page`` is called as each page is built; ``on_file`` with each file of the
         report as soon as it is written for good (pages one step late: MkDocs writes a page
-        after its last event)."""
+        after its last event). ``highlighter``: one already at work on the trace's blocks
+        (see :func:`~tlsite.core.render.pages.highlight_ahead`); the plugin closes it."""
         super().__init__()
         self._trace = trace
         self._raw_log = raw_log
@@ -95,7 +97,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._highlight_workers = highlight_workers
         self.tree: SiteTree | None = None
         self.compat_files: list[str] = []
-        self._highlighter: Highlighter | None = None
+        self._highlighter: Highlighter | None = highlighter
         self._page_of_uri: dict[str, Page] = {}
         self._config_dir = ""
         self._embedded = False
@@ -151,7 +153,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         self._config_dir = os.path.dirname(config.config_file_path or "")
-        self.tree = render_tree(self.trace, prefix=self.prefix)
+        self._render_tree()
         self._embedded = os.path.realpath(THEME_DIR) not in {
             os.path.realpath(d) for d in config.theme.dirs
         }
@@ -164,30 +166,38 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
                 config.nav = [*config.nav, *self._report_nav(wrap=bool(config.nav))]
         return config
 
+    def _render_tree(self) -> SiteTree:
+        """The report's Markdown pages, rendered the first time they are needed."""
+        if self.tree is None:
+            self.tree = render_tree(self.trace, prefix=self.prefix)
+        return self.tree
+
     def _report_nav(self, *, wrap: bool) -> list[Any]:
         """The report's navigation, as one section when the site has other pages."""
-        assert self.tree is not None
+        tree = self._render_tree()
         if wrap or self.prefix:
-            return [{self.config.section: self.tree.nav}]
-        return list(self.tree.nav)
+            return [{self.config.section: tree.nav}]
+        return list(tree.nav)
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
-        assert self.tree is not None
+        tree = self._render_tree()
         # start highlighting every code block now, in worker processes, while MkDocs works
         self.trace.store.flush()  # the workers read code from the store's pack file
-        code_bytes = sum(
-            block.size
-            for page in self.tree.pages
-            for block in page.blocks.values()
-            if isinstance(block, CodeBlock)
-        )
-        self._highlighter = Highlighter(
-            self.trace.store.spill_path("highlight"),
-            workers=self._highlight_workers,
-            code_bytes=code_bytes,
-        )
-        in_nav = set(_nav_paths(self.tree.nav))
-        for page in self.tree.pages:
+        if self._highlighter is None:
+            code_bytes = sum(
+                block.size
+                for page in tree.pages
+                for block in page.blocks.values()
+                if isinstance(block, CodeBlock)
+            )
+            self._highlighter = Highlighter(
+                self.trace.store.spill_path("highlight"),
+                workers=self._highlight_workers,
+                code_bytes=code_bytes,
+            )
+        highlighter = self._highlighter
+        in_nav = set(_nav_paths(tree.nav))
+        for page in tree.pages:
             uri = f"{self.prefix}{page.path}"
             existing = files.get_file_from_path(uri)
             if existing is not None:
@@ -201,8 +211,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             self._page_of_uri[uri] = page
             for block in page.blocks.values():
                 if isinstance(block, CodeBlock):
-                    self._highlighter.submit(block)
-        self._highlighter.start()
+                    highlighter.submit(block)
+        highlighter.start()
         if self._embedded:
             for asset in sorted((THEME_DIR / ASSET_DIR).iterdir()):
                 uri = f"{ASSET_DIR}/{asset.name}"

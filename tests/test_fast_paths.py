@@ -1,6 +1,8 @@
 """The speed-ups must not change what a user sees: each fast path against its plain twin.
 
 - highlighting in worker processes vs in the build process: byte-identical pages;
+- highlighting ahead, while the trace is read, vs once the pages are known: the blocks
+  guessed from each artifact are exactly the blocks the pages show, and the sites are equal;
 - templates compiled from Jinja's bytecode cache vs compiled afresh: identical pages;
 - the zip bundle compressed during the build (files handed over as they are final) vs the
   zip of the finished site: the same entries, byte for byte;
@@ -26,11 +28,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tlsite import cli
-from tlsite.core import load
+from tlsite.core import load, load_source, resolve_input, select_log
 from tlsite.core.builder import TraceBuilder
 from tlsite.core.records import RecordReader
 from tlsite.core.render import fastlex, templating
-from tlsite.core.render.highlight import _token_lines
+from tlsite.core.render.highlight import CodeBlock, _token_lines
+from tlsite.core.render.pages import highlight_ahead, render_tree
 from tlsite.core.stats import ParseStats
 from tlsite.mkdocs_plugin.build import build_report
 
@@ -58,6 +61,53 @@ def test_parallel_and_inline_highlighting_give_identical_pages(tmp_path: Path) -
             trace.close()
     assert sites[0].keys() == sites[2].keys()
     different = [name for name in sites[0] if sites[0][name] != sites[2][name]]
+    assert different == []
+
+
+class _RecordingHighlighter:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def submit(self, block: CodeBlock) -> str:
+        self.keys.append(block.key)
+        return block.key
+
+
+@pytest.mark.parametrize("log", all_corpus_traces(), ids=trace_id)
+def test_blocks_highlighted_ahead_are_the_blocks_the_pages_show(log: Path) -> None:
+    """A wrong guess would not change a page (blocks are looked up by content) but would
+    throw the head start away: every block must be guessed, and none in vain."""
+    ahead = _RecordingHighlighter()
+    with resolve_input(log) as resolved:
+        trace = load_source(
+            select_log(resolved, None, log),
+            on_artifact=highlight_ahead(ahead),  # type: ignore[arg-type]
+        )
+    try:
+        shown = {
+            block.key
+            for page in render_tree(trace).pages
+            for block in page.blocks.values()
+            if isinstance(block, CodeBlock)
+        }
+    finally:
+        trace.close()
+    assert set(ahead.keys) == shown
+
+
+def test_highlighting_ahead_gives_the_same_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sites = {}
+    for name, threshold in (("ahead", 0), ("later", 1 << 62)):
+        monkeypatch.setattr(cli, "HIGHLIGHT_AHEAD_MIN_BYTES", threshold)
+        out = tmp_path / name / "report"
+        cli.build(str(TRAINING), out, bundle="none")
+        sites[name] = {
+            p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()
+        }
+    assert sorted(sites["ahead"]) == sorted(sites["later"])
+    different = [name for name in sites["ahead"] if sites["ahead"][name] != sites["later"][name]]
     assert different == []
 
 

@@ -10,7 +10,7 @@ import html
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from ..stats import FINDING_REASONS, SKIP_REASONS
 from ..store import read_slice
 from .compat import kernel_stack_traces, pretty_json
 from .escape import fence
-from .highlight import CodeBlock, effective_lang, read_block_text
+from .highlight import CodeBlock, Highlighter, effective_lang, read_block_text
 from .templating import render, render_markdown
 from .trie_html import trie_html
 
@@ -421,31 +421,17 @@ class ReportRenderer:
             "truncated": False,
             "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
         }
-        if artifact.is_link or artifact.payload is None:
+        shown = artifact_code(self.trace, artifact)
+        if shown is None:
             return view
-        store = self.trace.store
-        text = self.trace.read_payload(artifact.payload)
-        source = artifact.payload
-        lexer = artifact.lexer
-        if artifact.kind == "dump_file":
-            lexer = "python"
-        if artifact.readable_path:
-            text, lexer = _readable_traces(text), "text"
-            source = store.put(text)
-        elif artifact.body == BODY_JSON:
-            text = pretty_json(text)
-            source = store.put(text)
+        block, text = shown
         if artifact.kind == "inductor_output_code":
             view["kernels"] = sorted(set(_KERNEL.findall(text)))
         lines = text.count("\n") + 1
-        head = None
-        if len(text) > INLINE_LIMIT:
-            head = INLINE_HEAD_LINES
-            view.update(truncated=True, shown_lines=INLINE_HEAD_LINES, total_lines=lines)
+        if block.head_lines is not None:
+            view.update(truncated=True, shown_lines=block.head_lines, total_lines=lines)
         token = f"artifact-{artifact.number}"
-        blocks[token] = CodeBlock(
-            str(store.pack_path), source.offset, source.size, source.md5, lexer, head
-        )
+        blocks[token] = block
         view["block"] = Markup(CODE_PLACEHOLDER.format(token=token))
         view["open"] = artifact.kind in OPEN_KINDS and lines <= OPEN_LINE_LIMIT
         return view
@@ -489,6 +475,43 @@ class ReportRenderer:
             "value": "" if value is None else str(value),
             "user": user[-1].describe() if user else "",
         }
+
+
+def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | None:
+    """The code block an artifact's section shows, and the full text it is cut from.
+
+    Called again for the same artifact while the trace is read (to highlight ahead), so it
+    must depend only on the artifact and its payload.
+    """
+    if artifact.is_link or artifact.payload is None:
+        return None
+    store = trace.store
+    text = trace.read_payload(artifact.payload)
+    source = artifact.payload
+    lexer = "python" if artifact.kind == "dump_file" else artifact.lexer
+    if artifact.readable_path:
+        text, lexer = _readable_traces(text), "text"
+        source = store.put(text)
+    elif artifact.body == BODY_JSON:
+        text = pretty_json(text)
+        source = store.put(text)
+    head = INLINE_HEAD_LINES if len(text) > INLINE_LIMIT else None
+    block = CodeBlock(str(store.pack_path), source.offset, source.size, source.md5, lexer, head)
+    return block, text
+
+
+def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], None]:
+    """A reader callback (``load_source(on_artifact=...)``) that hands each artifact's code
+    block to ``highlighter`` as soon as the artifact is read, so that its workers highlight
+    while the rest of the trace is read. The pages later ask for the same blocks."""
+
+    def submit(trace: Trace, artifact: Artifact) -> None:
+        shown = artifact_code(trace, artifact)
+        if shown is not None:
+            trace.store.flush()  # the workers read the code from the pack file
+            highlighter.submit(shown[0])
+
+    return submit
 
 
 def _extra_pages() -> Any:
