@@ -153,7 +153,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         self._config_dir = os.path.dirname(config.config_file_path or "")
-        self._render_tree()
         self._embedded = os.path.realpath(THEME_DIR) not in {
             os.path.realpath(d) for d in config.theme.dirs
         }
@@ -180,6 +179,9 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         return list(tree.nav)
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
+        if not self._embedded:
+            # first, so that a zip bundle written meanwhile has them to compress at once
+            self._write_compat(config)
         tree = self._render_tree()
         # start highlighting every code block now, in worker processes, while MkDocs works
         self.trace.store.flush()  # the workers read code from the store's pack file
@@ -236,7 +238,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         if not self._embedded:
             env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
-            self._write_compat(config)
         return env
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
