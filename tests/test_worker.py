@@ -1,4 +1,5 @@
-"""Helper processes: the build hands them work without ever waiting on their pipe."""
+"""Helper processes: the build hands them work without ever waiting on their pipe, and
+does itself what a highlight worker could not do."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+import pytest
+
+from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.worker import WorkerProcess
 
 MESSAGES = 2_000
@@ -50,3 +54,24 @@ def test_killing_a_worker_that_is_behind_ends_at_once(tmp_path: Path) -> None:
     started = time.monotonic()
     worker.kill()
     assert time.monotonic() - started < 10
+
+
+def test_a_block_a_worker_cannot_render_is_rendered_here_with_the_real_error(
+    tmp_path: Path,
+) -> None:
+    code = tmp_path / "pack"
+    code.write_bytes(b"def f():\n    return 1\n")
+    good = CodeBlock(str(code), 0, code.stat().st_size, "good", "python")
+    missing = CodeBlock(str(tmp_path / "gone"), 0, 10, "missing", "python")
+    highlighter = Highlighter(tmp_path / "cache", workers=1)
+    try:
+        highlighter.start()
+        highlighter.submit(missing)
+        assert highlighter.submit(good) == highlighter.submit(good)  # once per content
+        with pytest.raises(FileNotFoundError):
+            highlighter.html(missing.key, "artifact-1")
+        html = highlighter.html(good.key, "artifact-2")
+    finally:
+        highlighter.close()
+    assert 'data-block="artifact-2"' in html
+    assert '<span class="k">def</span>' in html

@@ -142,30 +142,47 @@ def _token_lines(pieces: Iterable[tuple[str | None, str]]) -> str:
     return fastlex.escaped_lines("\n".join(lines))
 
 
-def _render_to_file(block: CodeBlock, dest: str) -> str:
-    """Highlight one block into ``dest`` (written atomically), unless it is there already."""
-    if not os.path.exists(dest):
-        tmp = f"{dest}.{os.getpid()}.part"
-        Path(tmp).write_text(highlight_html(read_block_text(block), block.lang), encoding="utf-8")
-        os.replace(tmp, dest)
-    return dest
+class _HtmlPack:
+    """Highlighted blocks appended to one file, read back by offset: one file per writer,
+    not one per block (a big trace has thousands of blocks; creating and deleting a file
+    each cost seconds)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self._file = open(path, "ab")  # noqa: SIM115
+
+    def append(self, html: str) -> tuple[int, int]:
+        """Write ``html`` and return its ``(offset, size)``, readable by other processes."""
+        data = html.encode("utf-8")
+        offset = self._file.tell()
+        self._file.write(data)
+        self._file.flush()
+        return offset, len(data)
+
+    def close(self) -> None:
+        self._file.close()
 
 
-def _highlight_service(inbox: Connection, outbox: Connection) -> None:
-    """Worker process: for each list of ``(key, block, dest)`` it is sent, render them in
-    order, answering ``(key, None)`` or ``(key, why)`` for each, until its input ends."""
-    while True:
-        try:
-            jobs = inbox.recv()
-        except EOFError:
-            return
-        for key, block, dest in jobs:
+def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) -> None:
+    """Worker process: for each list of ``(key, block)`` it is sent, highlight them in
+    order into the pack file, answering ``(key, offset, size, None)`` or
+    ``(key, 0, 0, why)`` for each, until its input ends."""
+    pack = _HtmlPack(Path(pack_path))
+    try:
+        while True:
             try:
-                _render_to_file(block, dest)
-            except Exception as error:  # the build process renders it again, and raises there
-                outbox.send((key, f"{type(error).__name__}: {error}"))
-            else:
-                outbox.send((key, None))
+                jobs = inbox.recv()
+            except EOFError:
+                return
+            for key, block in jobs:
+                try:
+                    offset, size = pack.append(highlight_html(read_block_text(block), block.lang))
+                except Exception as error:  # the build process renders it again, and raises
+                    outbox.send((key, 0, 0, f"{type(error).__name__}: {error}"))
+                else:
+                    outbox.send((key, offset, size, None))
+    finally:
+        pack.close()
 
 
 class Highlighter:
@@ -174,8 +191,8 @@ class Highlighter:
     Blocks :meth:`submit`-ted before :meth:`start` are held and then sent in submission
     order; after it, each goes to a worker at once (a build that knows its blocks while it
     still reads the trace starts the workers first, so the highlighting overlaps reading).
-    :meth:`html` reads a worker's answers up to the block it needs. The HTML goes to files
-    in ``cache_dir``, not into memory.
+    :meth:`html` reads a worker's answers up to the block it needs. The HTML goes to pack
+    files in ``cache_dir`` (one per worker), not into memory.
     """
 
     def __init__(
@@ -192,11 +209,16 @@ class Highlighter:
         if count is None:
             enough = code_bytes is None or code_bytes >= POOL_THRESHOLD
             count = max(1, (os.cpu_count() or 1) - 1) if enough else 0
+        self._packs = [str(cache_dir / f"worker-{n}.html") for n in range(count)]
         self._workers = [
-            WorkerProcess("tlsite.core.render.highlight:_highlight_service") for _ in range(count)
+            WorkerProcess("tlsite.core.render.highlight:_highlight_service", pack)
+            for pack in self._packs
         ]
         self._loads = [0] * count  # bytes of code sent to each worker
-        self._worker_of: dict[str, WorkerProcess] = {}  # sent, answer not read yet
+        self._worker_of: dict[str, int] = {}  # sent, answer not read yet
+        self._where: dict[str, tuple[str, int, int]] = {}  # rendered: pack, offset, size
+        self._own_pack: _HtmlPack | None = None  # what this process renders itself
+        self._readers: dict[str, int] = {}  # pack path -> file descriptor
         self._held: list[str] = []
         self._started = False
 
@@ -224,49 +246,60 @@ class Highlighter:
         if not self._workers:
             return
         least = self._loads.index(min(self._loads))
-        worker = self._workers[least]
         block = self._blocks[key]
         try:
-            worker.send([(key, block, self._dest(key))])
+            self._workers[least].send([(key, block)])
         except OSError:  # a worker that died renders nothing: this process does it
             return
         self._loads[least] += block.size
-        self._worker_of[key] = worker
-        while worker.poll():  # read answers now and then: the worker never waits on a full pipe
-            self._answered(worker)
+        self._worker_of[key] = least
+        while self._workers[least].poll():  # read answers now and then: never a full pipe
+            self._answered(least)
 
     def html(self, key: str, block_id: str) -> str:
-        """The block's HTML with its per-page id (highlighting it now if no worker does)."""
+        """The block's HTML with its per-page id (highlighting it now if no worker did)."""
         self.start()
-        self._wait_for(key)
-        dest = _render_to_file(self._blocks[key], self._dest(key))  # no-op once rendered
-        return Path(dest).read_text(encoding="utf-8").replace(BLOCK_ID, block_id)
-
-    def _wait_for(self, key: str) -> None:
         worker = self._worker_of.get(key)
         while worker is not None and key in self._worker_of:
             self._answered(worker)
+        if key not in self._where:
+            if self._own_pack is None:
+                self._own_pack = _HtmlPack(self.cache_dir / "own.html")
+            block = self._blocks[key]
+            offset, size = self._own_pack.append(highlight_html(read_block_text(block), block.lang))
+            self._where[key] = (self._own_pack.path, offset, size)
+        path, offset, size = self._where[key]
+        descriptor = self._readers.get(path)
+        if descriptor is None:
+            descriptor = self._readers[path] = os.open(path, os.O_RDONLY)
+        return os.pread(descriptor, size, offset).decode("utf-8").replace(BLOCK_ID, block_id)
 
-    def _answered(self, worker: WorkerProcess) -> None:
+    def _answered(self, worker: int) -> None:
         """Read one answer of ``worker`` (a failure is rendered again in this process)."""
         try:
-            done, _failure = worker.receive()
+            key, offset, size, failure = self._workers[worker].receive()
         except (EOFError, OSError):  # the worker died: render its blocks here
-            for other in [k for k, w in self._worker_of.items() if w is worker]:
+            for other in [k for k, w in self._worker_of.items() if w == worker]:
                 del self._worker_of[other]
             return
-        self._worker_of.pop(done, None)
-
-    def _dest(self, key: str) -> str:
-        return str(self.cache_dir / f"{key}.html")
+        self._worker_of.pop(key, None)
+        if failure is None:
+            self._where[key] = (self._packs[worker], offset, size)
 
     def close(self) -> None:
         """Stop the workers: at once if blocks are still being rendered (the build failed
         midway, or was highlighted ahead for blocks no page shows)."""
-        for worker in self._workers:
-            if any(w is worker for w in self._worker_of.values()):
+        busy = set(self._worker_of.values())
+        for number, worker in enumerate(self._workers):
+            if number in busy:
                 worker.kill()
             else:
                 worker.close()
         self._workers = []
         self._worker_of.clear()
+        for descriptor in self._readers.values():
+            os.close(descriptor)
+        self._readers.clear()
+        if self._own_pack is not None:
+            self._own_pack.close()
+            self._own_pack = None
