@@ -98,10 +98,14 @@ class WorkerProcess:
         self._feeder.join()
         self._process.wait()
 
-    def kill(self) -> None:
-        """Stop the worker now, whatever it was doing."""
+    def stop(self) -> None:
+        """Kill the process now, whatever it was doing (:meth:`close` still to be called)."""
         self._gone = True
         self._process.kill()
+
+    def kill(self) -> None:
+        """Stop the worker now and close it."""
+        self.stop()
         self.close()
 
 

@@ -75,3 +75,29 @@ def test_a_block_a_worker_cannot_render_is_rendered_here_with_the_real_error(
         highlighter.close()
     assert 'data-block="artifact-2"' in html
     assert '<span class="k">def</span>' in html
+
+
+def test_highlight_workers_keep_going_while_nobody_asks_for_their_blocks(
+    tmp_path: Path,
+) -> None:
+    """Between reading the trace and writing the first page nothing is asked for; the
+    workers' answers (thousands at 1 GB) must not fill their pipe and stop them."""
+    code = tmp_path / "pack"
+    lines = [f"x_{n} = {n}\n".encode() for n in range(3_000)]
+    code.write_bytes(b"".join(lines))
+    highlighter = Highlighter(tmp_path / "cache", workers=1)
+    try:
+        highlighter.start()
+        offset = 0
+        for n, line in enumerate(lines):
+            highlighter.submit(CodeBlock(str(code), offset, len(line), f"md5-{n}", "python"))
+            offset += len(line)
+        deadline = time.monotonic() + 60
+        rendered = 0
+        while rendered < len(lines) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            packs = (tmp_path / "cache").glob("*.html")
+            rendered = sum(p.read_bytes().count(b"<code>") for p in packs)
+        assert rendered == len(lines)
+    finally:
+        highlighter.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import html
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -191,8 +192,9 @@ class Highlighter:
     Blocks :meth:`submit`-ted before :meth:`start` are held and then sent in submission
     order; after it, each goes to a worker at once (a build that knows its blocks while it
     still reads the trace starts the workers first, so the highlighting overlaps reading).
-    :meth:`html` reads a worker's answers up to the block it needs. The HTML goes to pack
-    files in ``cache_dir`` (one per worker), not into memory.
+    A thread per worker collects its answers as they come (a worker whose answers nobody
+    reads stops when their pipe is full); :meth:`html` waits for the block it needs. The
+    HTML goes to pack files in ``cache_dir`` (one per worker), not into memory.
     """
 
     def __init__(
@@ -209,14 +211,21 @@ class Highlighter:
         if count is None:
             enough = code_bytes is None or code_bytes >= POOL_THRESHOLD
             count = max(1, (os.cpu_count() or 1) - 1) if enough else 0
-        self._packs = [str(cache_dir / f"worker-{n}.html") for n in range(count)]
+        packs = [str(cache_dir / f"worker-{n}.html") for n in range(count)]
         self._workers = [
-            WorkerProcess("tlsite.core.render.highlight:_highlight_service", pack)
-            for pack in self._packs
+            WorkerProcess("tlsite.core.render.highlight:_highlight_service", pack) for pack in packs
         ]
         self._loads = [0] * count  # bytes of code sent to each worker
-        self._worker_of: dict[str, int] = {}  # sent, answer not read yet
+        # shared with the collector threads, under _answered
+        self._answered = threading.Condition()
+        self._pending: dict[str, int] = {}  # sent to a worker, not answered yet
         self._where: dict[str, tuple[str, int, int]] = {}  # rendered: pack, offset, size
+        self._collectors = [
+            threading.Thread(target=self._collect, args=(n, pack), daemon=True)
+            for n, pack in enumerate(packs)
+        ]
+        for collector in self._collectors:
+            collector.start()
         self._own_pack: _HtmlPack | None = None  # what this process renders itself
         self._readers: dict[str, int] = {}  # pack path -> file descriptor
         self._held: list[str] = []
@@ -247,56 +256,69 @@ class Highlighter:
             return
         least = self._loads.index(min(self._loads))
         block = self._blocks[key]
+        with self._answered:
+            self._pending[key] = least
         try:
             self._workers[least].send([(key, block)])
         except OSError:  # a worker that died renders nothing: this process does it
+            with self._answered:
+                self._pending.pop(key, None)
             return
         self._loads[least] += block.size
-        self._worker_of[key] = least
-        while self._workers[least].poll():  # read answers now and then: never a full pipe
-            self._answered(least)
+
+    def _collect(self, worker: int, pack: str) -> None:
+        """Collector thread: record each answer of ``worker`` until it ends (a failure, or
+        a block it never answered, is rendered again by :meth:`html`)."""
+        while True:
+            try:
+                key, offset, size, failure = self._workers[worker].receive()
+            except (EOFError, OSError):  # gone, or closed: the rest is rendered here
+                with self._answered:
+                    for other in [k for k, w in self._pending.items() if w == worker]:
+                        del self._pending[other]
+                    self._answered.notify_all()
+                return
+            with self._answered:
+                self._pending.pop(key, None)
+                if failure is None:
+                    self._where[key] = (pack, offset, size)
+                self._answered.notify_all()
 
     def html(self, key: str, block_id: str) -> str:
         """The block's HTML with its per-page id (highlighting it now if no worker did)."""
         self.start()
-        worker = self._worker_of.get(key)
-        while worker is not None and key in self._worker_of:
-            self._answered(worker)
-        if key not in self._where:
+        with self._answered:
+            self._answered.wait_for(lambda: key not in self._pending)
+            where = self._where.get(key)
+        if where is None:
             if self._own_pack is None:
                 self._own_pack = _HtmlPack(self.cache_dir / "own.html")
             block = self._blocks[key]
             offset, size = self._own_pack.append(highlight_html(read_block_text(block), block.lang))
-            self._where[key] = (self._own_pack.path, offset, size)
-        path, offset, size = self._where[key]
+            where = self._where[key] = (self._own_pack.path, offset, size)
+        path, offset, size = where
         descriptor = self._readers.get(path)
         if descriptor is None:
             descriptor = self._readers[path] = os.open(path, os.O_RDONLY)
         return os.pread(descriptor, size, offset).decode("utf-8").replace(BLOCK_ID, block_id)
 
-    def _answered(self, worker: int) -> None:
-        """Read one answer of ``worker`` (a failure is rendered again in this process)."""
-        try:
-            key, offset, size, failure = self._workers[worker].receive()
-        except (EOFError, OSError):  # the worker died: render its blocks here
-            for other in [k for k, w in self._worker_of.items() if w == worker]:
-                del self._worker_of[other]
-            return
-        self._worker_of.pop(key, None)
-        if failure is None:
-            self._where[key] = (self._packs[worker], offset, size)
-
     def close(self) -> None:
         """Stop the workers: at once if blocks are still being rendered (the build failed
         midway, or was highlighted ahead for blocks no page shows)."""
-        busy = set(self._worker_of.values())
+        with self._answered:
+            busy = set(self._pending.values())
         for number, worker in enumerate(self._workers):
             if number in busy:
-                worker.kill()
+                worker.stop()
             else:
-                worker.close()
+                worker.end_input()
+        for collector in self._collectors:
+            collector.join()  # each ends when its worker does
+        for worker in self._workers:
+            worker.close()
         self._workers = []
-        self._worker_of.clear()
+        self._collectors = []
+        self._pending.clear()
         for descriptor in self._readers.values():
             os.close(descriptor)
         self._readers.clear()
