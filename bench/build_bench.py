@@ -784,6 +784,8 @@ def targets(
             f"({r.tlsite.median('tree_mb'):,.0f} MB vs {r.tlparse.median('tree_mb'):,.0f} MB); "
             f"main process {main:.2f}×, tree PSS {pss:.2f}×",
         )
+    # the issue sets the size targets for the ~128 MB trace (the base), not the 1 GB one
+    for r in [base] if base is not None else results:
         add(
             r.index_bytes / 1e6 <= TARGET_INDEX_MB,
             f"{r.spec.label}: search index ≤ {TARGET_INDEX_MB:g} MB — {_mb(r.index_bytes, 2)} MB",
