@@ -35,6 +35,7 @@ from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, Page, SiteTree, render_tree
 from tlsite.core.render.templating import bytecode_cache
+from tlsite.core.store import PayloadRef
 
 from .csp import add_csp, add_csp_to_template
 from .site_config import ASSET_DIR, EXTRA_CSS, EXTRA_JS, THEME_DIR
@@ -99,6 +100,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self.compat_files: list[str] = []
         self._highlighter: Highlighter | None = highlighter
         self._page_of_uri: dict[str, Page] = {}
+        self._stored_html: dict[str, PayloadRef] = {}
         self._config_dir = ""
         self._embedded = False
         self._auto_nav = False
@@ -240,11 +242,39 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
         return env
 
+    @event_priority(-100)  # last: other plugins see the page's HTML
+    def on_page_content(
+        self, html: str, /, *, page: Any, config: MkDocsConfig, files: Files
+    ) -> str:
+        """Keep a report page's HTML in the payload store until MkDocs writes the page.
+
+        MkDocs converts every page before it writes any; holding all their HTML (and
+        Markdown) in memory made the build's memory grow with the number of compile ids.
+        Only in a report site of its own: an embedding site's plugins may read any page.
+        """
+        uri = page.file.src_uri
+        if self._embedded or uri not in self._page_of_uri:
+            return html
+        self._stored_html[uri] = self.trace.store.put(html)
+        page.markdown = None  # converted: its three copies (page, file, tree) can go
+        page.file.content_string = ""
+        self._page_of_uri[uri].markdown = ""
+        return ""
+
+    @event_priority(100)  # first: the search plugin indexes the page's HTML
+    def on_page_context(self, context: Any, /, *, page: Any, config: MkDocsConfig, nav: Any) -> Any:
+        ref = self._stored_html.pop(page.file.src_uri, None)
+        if ref is not None:
+            page.content = self.trace.store.read(ref)
+        return context
+
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
         """Insert the highlighted code (after the search plugin has indexed the page)."""
         if self._on_page is not None:
             self._on_page()
         self._page_written(Path(page.file.abs_dest_path))
+        if not self._embedded and page.file.src_uri in self._page_of_uri:
+            page.content = None  # written below; nothing reads it again
         generated = self._page_of_uri.get(page.file.src_uri)
         if generated is None or not generated.blocks or self._highlighter is None:
             return add_csp(output, page=page, config=config)

@@ -258,3 +258,34 @@ def test_raw_jsonl_and_chromium_fast_paths_keep_every_value(log: Path) -> None:
     assert fast_raw == slow_raw
     assert fast_chromium == slow_chromium
     assert fast_chromium  # the traces have chromium events: the test compares something
+
+
+def test_converted_pages_wait_in_the_store_not_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MkDocs converts every page before it writes any: between the two, a report page's
+    HTML and Markdown are in the payload store, and each page still gets its own HTML."""
+    from tlsite.mkdocs_plugin.plugin import TlsitePlugin
+
+    held: dict[str, int] = {}
+    on_env = TlsitePlugin.on_env
+
+    def spy(self: TlsitePlugin, env: object, /, **kwargs: object) -> object:
+        for file in kwargs["files"].documentation_pages():  # type: ignore[attr-defined]
+            page = file.page
+            held[file.src_uri] = len(page.content or "") + len(page.markdown or "")
+            held[file.src_uri] += len(file.content_string)
+        return on_env(self, env, **kwargs)
+
+    monkeypatch.setattr(TlsitePlugin, "on_env", spy)
+    trace = load(TRAINING)
+    try:
+        build_report(trace, tmp_path / "site", raw_log=TRAINING)
+    finally:
+        trace.close()
+    assert len(held) > 10
+    assert {uri: size for uri, size in held.items() if size} == {}
+    for uri in held:  # the HTML came back for the page: its heading is in the article
+        page = (tmp_path / "site" / uri).with_suffix(".html").read_text(encoding="utf-8")
+        article = page.split('<article class="md-content__inner', 1)[1].split("</article>")[0]
+        assert "<h1 id=" in article, uri  # the theme adds a bare <h1> to empty pages
