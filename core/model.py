@@ -8,6 +8,7 @@ events. Payload text lives in a :class:`~tlsite.core.store.PayloadStore`, not in
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -115,6 +116,36 @@ class DescribeRef(NamedTuple):
     offset: int  # byte offset of its metadata line in the trace's describe spill
 
 
+class DescribeRefs:
+    """A unit's :class:`DescribeRef` list, packed: a compile logs hundreds of them, and as
+    tuples they were the model's biggest part (150 bytes each, 18 here)."""
+
+    _type_codes: dict[str, int] = {}  # noqa: RUF012 -- shared by every unit: a few names
+    _type_names: list[str] = []  # noqa: RUF012
+
+    def __init__(self) -> None:
+        self._types = array("H")
+        self._lines = array("q")
+        self._offsets = array("q")
+
+    def append(self, ref: DescribeRef) -> None:
+        code = self._type_codes.get(ref.type)
+        if code is None:
+            code = self._type_codes[ref.type] = len(self._type_names)
+            self._type_names.append(ref.type)
+        self._types.append(code)
+        self._lines.append(ref.line)
+        self._offsets.append(ref.offset)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def __iter__(self) -> Iterator[DescribeRef]:
+        names = self._type_names
+        for code, line, offset in zip(self._types, self._lines, self._offsets, strict=True):
+            yield DescribeRef(names[code], line, offset)
+
+
 @dataclass
 class CompileUnit:
     """Everything logged under one compile id (its directory key)."""
@@ -126,7 +157,7 @@ class CompileUnit:
     metrics: list[Event] = field(default_factory=list)
     stacks: list[list[Frame]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    describes: list[DescribeRef] = field(default_factory=list)
+    describes: DescribeRefs = field(default_factory=DescribeRefs)
 
     @property
     def event_counts(self) -> Counter[str]:

@@ -4,6 +4,7 @@ the string table and filename shortening (spec §1)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from corpus import (
     physical_lines,
     run_tlparse,
     tlparse_input,
+    torch_213_traces,
     trace_id,
     trace_lines,
     write_compat,
@@ -301,3 +303,29 @@ def test_header_prefix_before_the_glog_part_is_accepted(tmp_path: Path) -> None:
     trace = load(log)
     assert trace.stats.is_clean
     assert [a.path for a in trace.artifacts()] == ["-_-_-_-/a_0.txt"]
+
+
+@pytest.mark.parametrize("log", torch_213_traces()[:2], ids=trace_id)
+def test_every_describe_record_is_kept_and_read_back(log: Path) -> None:
+    """Tensor/storage/source descriptions are spilled to disk, the units keep a packed
+    index: each record comes back with its type, line and metadata, in log order."""
+    logged = []
+    for number, line in enumerate(log.read_text(encoding="utf-8").splitlines(), start=1):
+        if "] {" not in line or '"describe_' not in line:
+            continue
+        envelope = json.loads(line.split("] ", 1)[1])
+        kind = next(key for key in envelope if key.startswith("describe_"))
+        logged.append((kind, number, envelope[kind]))
+    assert logged, "no describe_* record in this trace"
+    trace = load(log)
+    try:
+        read_back = [
+            (event.type, event.line, event.metadata)
+            for unit in trace.units.values()
+            for event in trace.describe_records(unit)
+        ]
+        counts = sum((unit.event_counts for unit in trace.units.values()), Counter())
+    finally:
+        trace.close()
+    assert sorted(read_back, key=lambda r: r[1]) == logged
+    assert counts == Counter(kind for kind, _, _ in logged)
