@@ -788,7 +788,6 @@ def targets(
             f"({r.tlsite.median('tree_mb'):,.0f} MB vs {r.tlparse.median('tree_mb'):,.0f} MB); "
             f"main process {main:.2f}×, tree PSS {pss:.2f}×",
         )
-    for r in targeted:
         add(
             r.index_bytes / 1e6 <= TARGET_INDEX_MB,
             f"{r.spec.label}: search index ≤ {TARGET_INDEX_MB:g} MB — {_mb(r.index_bytes, 2)} MB",
