@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -95,20 +96,51 @@ def test_blocks_highlighted_ahead_are_the_blocks_the_pages_show(log: Path) -> No
     assert set(ahead.keys) == shown
 
 
-def test_highlighting_ahead_gives_the_same_site(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sites = {}
-    for name, threshold in (("ahead", 0), ("later", 1 << 62)):
-        monkeypatch.setattr(cli, "HIGHLIGHT_AHEAD_MIN_BYTES", threshold)
+def _built_with_and_without(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    threshold: str,
+    bundle: str,
+    read: Callable[[Path], dict[str, bytes]],
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """``read(out)`` of the training trace built with the fast path that ``cli.<threshold>``
+    (a trace size) turns on, then without it."""
+    results = []
+    for name, size in (("with", 0), ("without", 1 << 62)):
+        monkeypatch.setattr(cli, threshold, size)
         out = tmp_path / name / "report"
-        cli.build(str(TRAINING), out, bundle="none")
-        sites[name] = {
-            p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()
-        }
-    assert sorted(sites["ahead"]) == sorted(sites["later"])
-    different = [name for name in sites["ahead"] if sites["ahead"][name] != sites["later"][name]]
-    assert different == []
+        cli.build(str(TRAINING), out, bundle=bundle)
+        results.append(read(out))
+    return results[0], results[1]
+
+
+def _site_files(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+
+def _zip_entries(out: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(out.with_name("report.zip")) as archive:
+        return {n: archive.read(n) for n in archive.namelist()}
+
+
+@pytest.mark.parametrize(
+    ("threshold", "bundle", "read"),
+    [
+        ("HIGHLIGHT_AHEAD_MIN_BYTES", "none", _site_files),  # highlighted while reading
+        ("ZIP_WHILE_BUILDING_MIN_BYTES", "zip", _zip_entries),  # zipped while building
+    ],
+    ids=["highlight-ahead", "zip-during-build"],
+)
+def test_fast_path_gives_the_same_output(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    threshold: str,
+    bundle: str,
+    read: Callable[[Path], dict[str, bytes]],
+) -> None:
+    fast, plain = _built_with_and_without(tmp_path, monkeypatch, threshold, bundle, read)
+    assert sorted(fast) == sorted(plain)
+    assert [name for name in fast if fast[name] != plain[name]] == []
 
 
 def test_templates_compiled_from_the_bytecode_cache_give_identical_pages(
@@ -162,20 +194,6 @@ def test_files_are_handed_to_the_bundle_only_once_final(tmp_path: Path) -> None:
     swept = {p.relative_to(site).as_posix() for p in on_disk - set(handed)}
     theme = [n for n in swept if n.split("/")[0] in {"assets", "search"}]
     assert swept - set(theme) <= {"404.html", "sitemap.xml", "sitemap.xml.gz"}
-
-
-def test_zip_written_during_the_build_equals_the_zip_of_the_finished_site(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    contents = {}
-    for name, threshold in (("during", 0), ("after", 1 << 62)):
-        monkeypatch.setattr(cli, "ZIP_WHILE_BUILDING_MIN_BYTES", threshold)
-        out = tmp_path / name / "report"
-        cli.build(str(TRAINING), out, bundle="zip")
-        with zipfile.ZipFile(out.with_name("report.zip")) as archive:
-            contents[name] = {n: archive.read(n) for n in archive.namelist()}
-    assert sorted(contents["during"]) == sorted(contents["after"])
-    assert contents["during"] == contents["after"]
 
 
 FAST_LEXERS = ("python", "cpp", "json")
