@@ -51,15 +51,10 @@ class TraceBuilder:
         self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
         self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115
         self.reader_strings = self.trace.strings
-        self._shared: dict[str, str] = {}
         #: copy logged JSON text instead of decoding and encoding it (tests turn this off to
         #: check both ways give the same values)
         self.fast_paths = fast_paths
         self.on_artifact = on_artifact
-
-    def share(self, value: str) -> str:
-        """One copy of equal long strings (every compile logs the same config dumps)."""
-        return self._shared.setdefault(value, value)
 
     # -- numbering and folders ------------------------------------------------------------------
     def next_number(self) -> int:

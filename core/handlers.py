@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
-from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, Artifact
+from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, Artifact, StoredJson
 from .records import MAX_JSON_DEPTH, JSONTooDeep, loads_bounded
 from .registry import RecordContext, handles, safe_name
 
@@ -112,13 +112,10 @@ def metrics_only(ctx: RecordContext) -> None:
 
 
 def keep_metrics(ctx: RecordContext) -> None:
-    """Keep a metrics record; its long strings (configs) are shared between compiles."""
+    """Keep a metrics record; its fields wait in the payload store until a page reads them."""
     event = ctx.keep_event(into="metrics")
     if isinstance(event.metadata, dict):
-        share = ctx.builder.share
-        for key, value in event.metadata.items():
-            if isinstance(value, str) and len(value) > 64:
-                event.metadata[key] = share(value)
+        event.metadata = StoredJson(ctx.builder.trace.store, event.metadata)
 
 
 @handles("link")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -91,6 +91,33 @@ class Artifact:
         return "python"
 
 
+class StoredJson(Mapping[str, Any]):
+    """A record's JSON object kept in the payload store, decoded when it is used.
+
+    compilation_metrics records are most of the model once decoded (12 kB per compile id
+    in a recompile storm); pages and analyses read them a few times each.
+    """
+
+    __slots__ = ("_ref", "_store")
+
+    def __init__(self, store: PayloadStore, value: dict[str, Any]) -> None:
+        self._store = store
+        self._ref = store.put(json.dumps(value, ensure_ascii=False))
+
+    def load(self) -> dict[str, Any]:
+        """The object (shared with other readers: do not change it)."""
+        return self._store.read_json(self._ref)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.load())
+
+    def __len__(self) -> int:
+        return len(self.load())
+
+
 @dataclass(slots=True)
 class Event:
     """Any other record worth keeping: metrics, symbolic-shape events, unknown types, ..."""
@@ -105,6 +132,9 @@ class Event:
 
     @property
     def meta(self) -> dict[str, Any]:
+        """The metadata object (``{}`` when the record logged something else)."""
+        if isinstance(self.metadata, StoredJson):
+            return self.metadata.load()
         return self.metadata if isinstance(self.metadata, dict) else {}
 
 
@@ -188,8 +218,9 @@ class CompileUnit:
     def metric(self, key: str, default: Any = None) -> Any:
         """The last value of a compilation_metrics field for this unit."""
         for event in reversed(self.compilation_metrics):
-            if isinstance(event.metadata, dict) and event.metadata.get(key) is not None:
-                return event.metadata[key]
+            value = event.meta.get(key)
+            if value is not None:
+                return value
         return default
 
     def events_of(self, *types: str) -> list[Event]:

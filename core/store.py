@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
+
+#: How many decoded JSON payloads :meth:`PayloadStore.read_json` keeps.
+DECODED_KEPT = 8
 
 
 class PayloadRef(NamedTuple):
@@ -37,6 +42,7 @@ class PayloadStore:
         self._writer: BinaryIO | None = open(self.pack_path, "ab")  # noqa: SIM115
         self._reader: BinaryIO | None = None
         self._index: dict[str, PayloadRef] = {}
+        self._decoded: OrderedDict[int, Any] = OrderedDict()  # offset -> value, see read_json
         self._dirty = False
 
     def put(self, text: str, md5: str | None = None) -> PayloadRef:
@@ -70,6 +76,19 @@ class PayloadStore:
 
     def read(self, ref: PayloadRef) -> str:
         return self.read_bytes(ref).decode("utf-8")
+
+    def read_json(self, ref: PayloadRef) -> Any:
+        """The payload's JSON value; the last few asked for stay decoded (a page asks for
+        the same record many times in a row)."""
+        value = self._decoded.get(ref.offset)
+        if value is None:
+            value = json.loads(self.read_bytes(ref))
+            self._decoded[ref.offset] = value
+            if len(self._decoded) > DECODED_KEPT:
+                self._decoded.popitem(last=False)
+        else:
+            self._decoded.move_to_end(ref.offset)
+        return value
 
     def copy_to(self, ref: PayloadRef, dest: Path) -> None:
         """Write the payload to ``dest`` (replacing what is there)."""

@@ -329,3 +329,27 @@ def test_every_describe_record_is_kept_and_read_back(log: Path) -> None:
         trace.close()
     assert sorted(read_back, key=lambda r: r[1]) == logged
     assert counts == Counter(kind for kind, _, _ in logged)
+
+
+@pytest.mark.parametrize("log", torch_213_traces()[:2], ids=trace_id)
+def test_metrics_kept_in_the_store_read_back_as_logged(log: Path) -> None:
+    """compilation_metrics records wait in the payload store; each reads back equal to the
+    logged object, and a unit's metric() is the last logged value of a field."""
+    logged = []
+    for number, line in enumerate(log.read_text(encoding="utf-8").splitlines(), start=1):
+        if "] {" in line and '"compilation_metrics": {' in line:
+            logged.append((number, json.loads(line.split("] ", 1)[1])["compilation_metrics"]))
+    assert logged, "no compilation_metrics record in this trace"
+    trace = load(log)
+    try:
+        kept = sorted(
+            (event.line, event.meta, dict(event.metadata), unit)
+            for unit in trace.units.values()
+            for event in unit.compilation_metrics
+        )
+        assert [(line, meta) for line, meta, _, _ in kept] == logged
+        assert all(meta == as_mapping for _, meta, as_mapping, _ in kept)
+        line, meta, _, unit = kept[-1]
+        assert unit.metric("frame_key") == meta.get("frame_key")
+    finally:
+        trace.close()
