@@ -6,6 +6,7 @@ chromium events) so that neither is held in memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
@@ -50,6 +51,7 @@ class TraceBuilder:
         self._raw: TextIO = open(self.trace.raw_jsonl_path, "w", encoding="utf-8")  # noqa: SIM115
         self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
         self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115
+        self._describe_size = 0
         self.reader_strings = self.trace.strings
         #: copy logged JSON text instead of decoding and encoding it (tests turn this off to
         #: check both ways give the same values)
@@ -124,10 +126,18 @@ class TraceBuilder:
             self._write_raw(record, payload_filename)
 
     def spill_describe(self, ctx: RecordContext) -> None:
-        """Keep a describe_* record on disk; the unit keeps where to find it."""
-        offset = self._describe.tell()
-        data = json.dumps(ctx.record.metadata, ensure_ascii=False, default=str)
-        self._describe.write(data.encode("utf-8") + b"\n")
+        """Keep a describe_* record's envelope on disk; the unit keeps where to find it."""
+        offset = self._describe_size  # not tell(): a system call per record
+        record = ctx.record
+        line = None
+        if self.fast_paths and record.json_text:
+            with contextlib.suppress(UnicodeEncodeError):  # lone surrogates: encode it anew
+                line = record.json_text.strip().encode("utf-8")  # as logged: one JSON line
+        if line is None:
+            envelope = {record.event_type: record.metadata}
+            line = json.dumps(envelope, ensure_ascii=False, default=str).encode("utf-8")
+        self._describe.write(line + b"\n")
+        self._describe_size += len(line) + 1
         ref = DescribeRef(ctx.record.event_type, ctx.record.line, offset)
         ctx.unit.describes.append(ref)
 

@@ -98,15 +98,17 @@ class StoredJson(Mapping[str, Any]):
     in a recompile storm); pages and analyses read them a few times each.
     """
 
-    __slots__ = ("_ref", "_store")
+    __slots__ = ("_key", "_ref", "_store")
 
-    def __init__(self, store: PayloadStore, value: dict[str, Any]) -> None:
+    def __init__(self, store: PayloadStore, envelope_json: str, key: str) -> None:
+        """Keep ``envelope_json``, a record's JSON envelope, whose ``key`` is the object."""
         self._store = store
-        self._ref = store.put(json.dumps(value, ensure_ascii=False))
+        self._key = key
+        self._ref = store.put(envelope_json)
 
     def load(self) -> dict[str, Any]:
         """The object (shared with other readers: do not change it)."""
-        return self._store.read_json(self._ref)
+        return self._store.read_json(self._ref)[self._key]
 
     def __getitem__(self, key: str) -> Any:
         return self.load()[key]
@@ -266,7 +268,7 @@ class Trace:
         with open(self.describe_path, "rb") as spill:
             for ref in unit.describes:
                 spill.seek(ref.offset)
-                metadata = json.loads(spill.readline())
+                metadata = json.loads(spill.readline()).get(ref.type)
                 yield Event(type=ref.type, line=ref.line, compile_id=unit.id, metadata=metadata)
 
     # -- convenience --------------------------------------------------------------------------

@@ -40,6 +40,7 @@ class PayloadStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self.pack_path = self.root / "payloads.pack"
         self._writer: BinaryIO | None = open(self.pack_path, "ab")  # noqa: SIM115
+        self._size = self._writer.seek(0, os.SEEK_END)
         self._reader: BinaryIO | None = None
         self._index: dict[str, PayloadRef] = {}
         self._decoded: OrderedDict[int, Any] = OrderedDict()  # offset -> value, see read_json
@@ -54,8 +55,9 @@ class PayloadStore:
         ref = self._index.get(digest)
         if ref is None:
             assert self._writer is not None, "the store is closed"
-            offset = self._writer.tell()
+            offset = self._size  # not tell(): a system call per payload
             self._writer.write(data)
+            self._size += len(data)
             self._dirty = True
             lines = data.count(b"\n") + 1 if data else 0
             ref = self._index[digest] = PayloadRef(digest, len(data), lines, offset)

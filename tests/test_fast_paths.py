@@ -10,8 +10,8 @@
   rendered token by token): the same HTML for every artifact of every corpus trace and for
   generated text full of quotes, comments, keywords, numbers and entities;
 - the byte-buffer reader fed one big chunk vs one line at a time: the same records;
-- raw.jsonl lines that append tlparse's keys to the logged JSON vs re-encoded envelopes:
-  the same JSON values;
+- raw.jsonl lines that append tlparse's keys to the logged JSON vs re-encoded envelopes,
+  and describe_* records spilled as logged vs re-encoded: the same JSON values;
 - chromium payloads copied without decoding vs decoded and encoded: the same events.
 """
 
@@ -258,23 +258,30 @@ def test_reader_gives_the_same_records_for_any_chunking(log: Path) -> None:
     assert whole == by_line == odd
 
 
-def _spills(trace_path: Path, *, fast: bool) -> tuple[list[dict], list[dict]]:
-    """raw.jsonl lines and chromium events as JSON values, with or without the fast paths."""
+def _spills(trace_path: Path, *, fast: bool) -> tuple[list[dict], list[dict], list[tuple]]:
+    """raw.jsonl lines, chromium events and describe_* records read back as JSON values,
+    with or without the fast paths."""
     trace = TraceBuilder(trace_path.name, fast_paths=fast).read([trace_path.read_bytes()])
     try:
         raw = trace.raw_jsonl_path.read_text(encoding="utf-8").splitlines()
         chromium = trace.chromium_path.read_text(encoding="utf-8").splitlines()
+        describes = [
+            (event.type, event.line, event.metadata)
+            for unit in trace.units.values()
+            for event in trace.describe_records(unit)
+        ]
     finally:
         trace.close()
-    return [json.loads(line) for line in raw], [json.loads(line) for line in chromium]
+    return [json.loads(line) for line in raw], [json.loads(line) for line in chromium], describes
 
 
 @pytest.mark.parametrize("log", [TRAINING, tlparse_input("simple_corrupted_json.log")])
-def test_raw_jsonl_and_chromium_fast_paths_keep_every_value(log: Path) -> None:
-    fast_raw, fast_chromium = _spills(log, fast=True)
-    slow_raw, slow_chromium = _spills(log, fast=False)
+def test_raw_jsonl_chromium_and_describe_fast_paths_keep_every_value(log: Path) -> None:
+    fast_raw, fast_chromium, fast_describes = _spills(log, fast=True)
+    slow_raw, slow_chromium, slow_describes = _spills(log, fast=False)
     assert fast_raw == slow_raw
     assert fast_chromium == slow_chromium
+    assert fast_describes == slow_describes
     assert fast_chromium  # the traces have chromium events: the test compares something
 
 

@@ -151,12 +151,14 @@ class _HtmlPack:
     def __init__(self, path: Path) -> None:
         self.path = str(path)
         self._file = open(path, "ab")  # noqa: SIM115
+        self._size = self._file.seek(0, os.SEEK_END)
 
     def append(self, html: str) -> tuple[int, int]:
         """Write ``html`` and return its ``(offset, size)``, readable by other processes."""
         data = html.encode("utf-8")
-        offset = self._file.tell()
+        offset = self._size
         self._file.write(data)
+        self._size += len(data)
         self._file.flush()
         return offset, len(data)
 
