@@ -173,8 +173,8 @@ def _join_payload(data: bytes) -> bytes:
     """The payload's bytes from its raw lines joined together."""
     if b"\r" in data:  # CRLF (or stray CR) line ends: take the careful path
         return b"\n".join(_payload_lines(data))
-    data = data[1:].replace(b"\n\t", b"\n")
-    return data[:-1] if data.endswith(b"\n") else data
+    joined = data.replace(b"\n\t", b"\n")  # the first line's tab stays: sliced off below
+    return joined[1 : len(joined) - 1 if joined.endswith(b"\n") else len(joined)]
 
 
 def _payload_linenos(header: int, count: int, blank_lines: list[int]) -> list[int]:
