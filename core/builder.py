@@ -52,6 +52,7 @@ class TraceBuilder:
         self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
         self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115
         self._describe_size = 0
+        self._json_strings: dict[str, str] = {}
         self.reader_strings = self.trace.strings
         #: copy logged JSON text instead of decoding and encoding it (tests turn this off to
         #: check both ways give the same values)
@@ -153,6 +154,15 @@ class TraceBuilder:
         self._chromium.write(text)
         self._chromium.write("\n")
 
+    def _json_string(self, text: str) -> str:
+        """``text`` as a JSON string, encoded once (a log names a few source files)."""
+        encoded = self._json_strings.get(text)
+        if encoded is None:
+            encoded = json.dumps(text, ensure_ascii=False)
+            if len(self._json_strings) < 4096:  # a hostile log may name millions
+                self._json_strings[text] = encoded
+        return encoded
+
     def _write_raw(self, record: Record, payload_filename: str | None) -> None:
         """One raw.jsonl line: the envelope plus tlparse's added keys."""
         envelope = record.envelope
@@ -164,7 +174,7 @@ class TraceBuilder:
             extra = (
                 f', "timestamp": "{_YEAR_PLACEHOLDER}{header.month:02d}-{header.day:02d}T'
                 f'{header.time}Z", "thread": {header.thread}, '
-                f'"pathname": {json.dumps(header.pathname, ensure_ascii=False)}, '
+                f'"pathname": {self._json_string(header.pathname)}, '
                 f'"lineno": {header.lineno}'
             )
             if payload_filename is not None:

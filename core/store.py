@@ -23,11 +23,10 @@ DECODED_KEPT = 8
 
 
 class PayloadRef(NamedTuple):
-    """A payload in the store: its MD5, size in bytes, number of lines and pack offset."""
+    """A payload in the store: its MD5, size in bytes and pack offset."""
 
     md5: str
     size: int
-    lines: int
     offset: int
 
 
@@ -59,8 +58,7 @@ class PayloadStore:
             self._writer.write(data)
             self._size += len(data)
             self._dirty = True
-            lines = data.count(b"\n") + 1 if data else 0
-            ref = self._index[digest] = PayloadRef(digest, len(data), lines, offset)
+            ref = self._index[digest] = PayloadRef(digest, len(data), offset)
         return ref
 
     def flush(self) -> None:
