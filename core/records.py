@@ -255,8 +255,8 @@ class RecordReader:
                 return b""
         return self._buf[self._pos : self._pos + 1]
 
-    def _take_payload_run(self) -> bytes:
-        """Consume consecutive lines that start with a TAB and return them, raw."""
+    def _take_payload_run(self) -> tuple[bytes, int]:
+        """Consume consecutive lines that start with a TAB; return them, raw, and how many."""
         while True:
             match = _PAYLOAD_END.search(self._buf, self._pos)
             if match is not None and match.end() < len(self._buf):
@@ -270,8 +270,9 @@ class RecordReader:
                 break
         run = self._buf[self._pos : end]
         self._pos = end
-        self._lineno += run.count(b"\n") + (0 if run.endswith(b"\n") else 1)
-        return run
+        lines = run.count(b"\n") + (0 if run.endswith(b"\n") else 1)
+        self._lineno += lines
+        return run, lines
 
     # -- records -------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Record]:
@@ -370,10 +371,13 @@ class RecordReader:
         """Consume the TAB lines after a header (blank lines between them are dropped)."""
         runs: list[bytes] = []
         blank_lines: list[int] = []
+        count = 0  # payload lines
         while True:
             head = self._peek()
             if head == b"\t":
-                runs.append(self._take_payload_run())
+                run, lines = self._take_payload_run()
+                runs.append(run)
+                count += lines
             elif head in (b"\n", b"\r") and self._blank_line_follows():
                 self._next_line()
                 blank_lines.append(self._lineno)
@@ -382,7 +386,6 @@ class RecordReader:
         self.stats.read("blank", len(blank_lines))
         data = b"".join(runs)
         payload = _join_payload(data)
-        count = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
         if not payload.isascii():  # ASCII is valid UTF-8: only other payloads need a check
             try:
                 payload.decode("utf-8")
