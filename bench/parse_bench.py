@@ -38,8 +38,9 @@ CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 from tlsite.core import load
-from tlsite.core.render.compat import CompatWriter
 trace_path, out, write = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+if write:  # "load" alone does not pay for the renderer's imports (Jinja)
+    from tlsite.core.render.compat import CompatWriter
 t1 = time.perf_counter()
 trace = load(trace_path)
 t2 = time.perf_counter()
