@@ -40,8 +40,16 @@ def statuses(trace: Trace) -> dict[str, str]:
     by_key: dict[object, list[dict]] = {}
     for unit in trace.units.values():
         bucket = by_key.setdefault(_compile_key(unit), [])
-        bucket.extend(m.meta for m in unit.metrics if m.type == "compilation_metrics")
+        bucket.extend(
+            _status_fields(m.meta) for m in unit.metrics if m.type == "compilation_metrics"
+        )
     return {u.display: classify(by_key[_compile_key(u)]) for u in trace.units.values()}
+
+
+def _status_fields(meta: dict) -> dict:
+    """The fields :func:`classify` reads: every unit's metrics are held at once here, and a
+    whole record is kilobytes (a recompile storm has thousands)."""
+    return {key: meta.get(key) for key in ("fail_type", "graph_op_count", "restart_reasons")}
 
 
 def _compile_key(unit: CompileUnit) -> object:
