@@ -4,8 +4,9 @@ Artifact code is the bulk of a report. Rendering it through Markdown and then le
 search plugin re-parse the highlighted HTML is where a naive build spends most of its time,
 so pages carry a placeholder for each block and the HTML is inserted after indexing. Blocks
 are highlighted once per distinct content (a recompile storm repeats the same code) by
-helper processes (:mod:`tlsite.core.worker`), and the HTML goes to files on disk rather
-than into memory.
+helper processes (:mod:`tlsite.core.worker`), which a big build starts before it reads the
+trace (see :func:`~tlsite.core.render.pages.highlight_ahead`); the HTML goes to one pack
+file per process on disk rather than into memory.
 
 The HTML has the structure pymdownx.highlight writes (``div.language-X.highlight > pre >
 code``, one ``span`` per line), so the theme's styles and copy button apply. Lines carry no
