@@ -73,10 +73,6 @@ class WorkerProcess:
                 self._gone = True
         self._outbox.close()
 
-    def poll(self) -> bool:
-        """Whether an answer is waiting (:meth:`receive` would not block)."""
-        return self._inbox.poll()
-
     def receive(self) -> Any:
         """The worker's next answer; ``EOFError`` if it has gone."""
         return self._inbox.recv()

@@ -154,9 +154,10 @@ class _HtmlPack:
         self._file = open(path, "ab")  # noqa: SIM115
         self._size = self._file.seek(0, os.SEEK_END)
 
-    def append(self, html: str) -> tuple[int, int]:
-        """Write ``html`` and return its ``(offset, size)``, readable by other processes."""
-        data = html.encode("utf-8")
+    def add(self, block: CodeBlock) -> tuple[int, int]:
+        """Highlight ``block`` into the pack; its ``(offset, size)``, readable by other
+        processes."""
+        data = highlight_html(read_block_text(block), block.lang).encode("utf-8")
         offset = self._size
         self._file.write(data)
         self._size += len(data)
@@ -168,23 +169,21 @@ class _HtmlPack:
 
 
 def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) -> None:
-    """Worker process: for each list of ``(key, block)`` it is sent, highlight them in
-    order into the pack file, answering ``(key, offset, size, None)`` or
-    ``(key, 0, 0, why)`` for each, until its input ends."""
+    """Worker process: highlight each ``(key, block)`` it is sent into the pack file,
+    answering ``(key, offset, size, None)`` or ``(key, 0, 0, why)``, until its input ends."""
     pack = _HtmlPack(Path(pack_path))
     try:
         while True:
             try:
-                jobs = inbox.recv()
+                key, block = inbox.recv()
             except EOFError:
                 return
-            for key, block in jobs:
-                try:
-                    offset, size = pack.append(highlight_html(read_block_text(block), block.lang))
-                except Exception as error:  # the build process renders it again, and raises
-                    outbox.send((key, 0, 0, f"{type(error).__name__}: {error}"))
-                else:
-                    outbox.send((key, offset, size, None))
+            try:
+                offset, size = pack.add(block)
+            except Exception as error:  # the build process renders it again, and raises
+                outbox.send((key, 0, 0, f"{type(error).__name__}: {error}"))
+            else:
+                outbox.send((key, offset, size, None))
     finally:
         pack.close()
 
@@ -262,7 +261,7 @@ class Highlighter:
         with self._answered:
             self._pending[key] = least
         try:
-            self._workers[least].send([(key, block)])
+            self._workers[least].send((key, block))
         except OSError:  # a worker that died renders nothing: this process does it
             with self._answered:
                 self._pending.pop(key, None)
@@ -296,8 +295,7 @@ class Highlighter:
         if where is None:
             if self._own_pack is None:
                 self._own_pack = _HtmlPack(self.cache_dir / "own.html")
-            block = self._blocks[key]
-            offset, size = self._own_pack.append(highlight_html(read_block_text(block), block.lang))
+            offset, size = self._own_pack.add(self._blocks[key])
             where = self._where[key] = (self._own_pack.path, offset, size)
         path, offset, size = where
         descriptor = self._readers.get(path)
