@@ -15,10 +15,10 @@ import json
 import os
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from .worker import WorkerProcess
 
@@ -39,24 +39,28 @@ def _add_to_zip(archive: zipfile.ZipFile, path: Path, name: str) -> tuple[int, s
     info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = 0o644 << 16
-    digest = hashlib.sha256()
-    size = 0
     with open(path, "rb") as source, archive.open(info, "w") as target:
-        while chunk := source.read(1 << 20):
-            digest.update(chunk)
-            target.write(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
+        return _read_digest(source, copy_to=target.write)
 
 
 def _file_digest(path: Path) -> tuple[int, str]:
     """The size and SHA-256 of ``path``."""
+    with open(path, "rb") as source:
+        return _read_digest(source)
+
+
+def _read_digest(
+    source: BinaryIO, *, copy_to: Callable[[bytes], Any] | None = None
+) -> tuple[int, str]:
+    """The size and SHA-256 of what ``source`` holds, read once (each chunk also given to
+    ``copy_to``)."""
     digest = hashlib.sha256()
     size = 0
-    with open(path, "rb") as source:
-        while chunk := source.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
+    while chunk := source.read(1 << 20):
+        digest.update(chunk)
+        if copy_to is not None:
+            copy_to(chunk)
+        size += len(chunk)
     return size, digest.hexdigest()
 
 
