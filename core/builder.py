@@ -126,17 +126,20 @@ class TraceBuilder:
         if record.event_type != "chromium_event":
             self._write_raw(record, payload_filename)
 
+    def envelope_json(self, record: Record) -> bytes:
+        """The record's envelope as one line of UTF-8 JSON, for keeping it on disk: the text
+        as logged, or ``{event type: metadata}`` encoded anew (with fast paths off, or when
+        the logged text holds lone surrogates)."""
+        if self.fast_paths and record.json_text:
+            with contextlib.suppress(UnicodeEncodeError):
+                return record.json_text.strip().encode("utf-8")
+        envelope = {record.event_type: record.metadata}
+        return json.dumps(envelope, ensure_ascii=True, default=str).encode("utf-8")
+
     def spill_describe(self, ctx: RecordContext) -> None:
         """Keep a describe_* record's envelope on disk; the unit keeps where to find it."""
         offset = self._describe_size  # not tell(): a system call per record
-        record = ctx.record
-        line = None
-        if self.fast_paths and record.json_text:
-            with contextlib.suppress(UnicodeEncodeError):  # lone surrogates: encode it anew
-                line = record.json_text.strip().encode("utf-8")  # as logged: one JSON line
-        if line is None:
-            envelope = {record.event_type: record.metadata}
-            line = json.dumps(envelope, ensure_ascii=False, default=str).encode("utf-8")
+        line = self.envelope_json(ctx.record)
         self._describe.write(line + b"\n")
         self._describe_size += len(line) + 1
         ref = DescribeRef(ctx.record.event_type, ctx.record.line, offset)

@@ -6,8 +6,6 @@ counter, which reproduces tlparse's file names (``-_0_0_0/dynamo_output_graph_0.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from pathlib import PurePosixPath
 
 from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
@@ -117,13 +115,8 @@ def keep_metrics(ctx: RecordContext) -> None:
     """Keep a metrics record; its fields wait in the payload store until a page reads them."""
     event = ctx.keep_event(into="metrics")
     if isinstance(event.metadata, dict):
-        record, store = ctx.record, ctx.builder.trace.store
-        if ctx.builder.fast_paths and record.json_text:
-            with contextlib.suppress(UnicodeEncodeError):  # lone surrogates: encode it anew
-                event.metadata = StoredJson(store, record.json_text, record.event_type)
-                return  # the envelope as logged: no need to encode it again
-        envelope = json.dumps({record.event_type: event.metadata}, ensure_ascii=True)
-        event.metadata = StoredJson(store, envelope, record.event_type)
+        envelope = ctx.builder.envelope_json(ctx.record)
+        event.metadata = StoredJson(ctx.builder.trace.store, envelope, ctx.record.event_type)
 
 
 @handles("link")

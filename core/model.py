@@ -100,11 +100,11 @@ class StoredJson(Mapping[str, Any]):
 
     __slots__ = ("_key", "_ref", "_store")
 
-    def __init__(self, store: PayloadStore, envelope_json: str, key: str) -> None:
+    def __init__(self, store: PayloadStore, envelope_json: bytes, key: str) -> None:
         """Keep ``envelope_json``, a record's JSON envelope, whose ``key`` is the object."""
         self._store = store
         self._key = key
-        self._ref = store.put(envelope_json)
+        self._ref = store.put_bytes(envelope_json)
 
     def load(self) -> dict[str, Any]:
         """The object (shared with other readers: do not change it)."""
@@ -150,7 +150,7 @@ class DescribeRef(NamedTuple):
 
 class DescribeRefs:
     """A unit's :class:`DescribeRef` list, packed: a compile logs hundreds of them, and as
-    tuples they were the model's biggest part (150 bytes each, 18 here)."""
+    tuples they were the model's biggest part (150 bytes each; 18 packed)."""
 
     _type_codes: dict[str, int] = {}  # noqa: RUF012 -- shared by every unit: a few names
     _type_names: list[str] = []  # noqa: RUF012
