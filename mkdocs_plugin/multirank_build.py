@@ -57,7 +57,7 @@ def build_rank_report(
     )
     if redactor is not None:
         trace.notes.append(redaction_note(redactor))
-    # the ranks already run in parallel: one highlighting process per rank is enough
+    # the ranks already run in parallel: each highlights in its own process, no helpers
     build_report(
         trace, site, raw_log=raw_log, highlight_workers=0, site_name=f"Rank {summary.rank}"
     )

@@ -306,10 +306,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._page_written(None)
         if self._embedded:
             self._write_compat(config)
-        if self._highlighter is not None:
-            self._highlighter.close()
-            self._highlighter = None
-        self._close_input()
+        self._release()
 
     def _write_compat(self, config: MkDocsConfig) -> None:
         """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
@@ -330,12 +327,13 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._last_page = page
 
     def on_build_error(self, *, error: Exception) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        """Stop the highlight workers and close the input (the build is over either way)."""
         if self._highlighter is not None:
             self._highlighter.close()
             self._highlighter = None
-        self._close_input()
-
-    def _close_input(self) -> None:
         if self._resolved is not None:
             self._resolved.close()
             self._resolved = None
