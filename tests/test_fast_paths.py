@@ -42,12 +42,17 @@ TRAINING = sorted((TORCH_213 / "training").glob("*.log"))[0]
 EXAMPLE = Path(__file__).resolve().parents[1] / "core" / "examples" / "example.log"
 
 
-def _pages(site: Path) -> dict[str, bytes]:
+def _site_files(site: Path, pattern: str = "*") -> dict[str, bytes]:
+    """The contents of the site's files matching ``pattern``, by relative path."""
     return {
         p.relative_to(site).as_posix(): p.read_bytes()
-        for p in sorted(site.rglob("*.html"))
+        for p in sorted(site.rglob(pattern))
         if p.is_file()
     }
+
+
+def _pages(site: Path) -> dict[str, bytes]:
+    return _site_files(site, "*.html")
 
 
 def test_parallel_and_inline_highlighting_give_identical_pages(tmp_path: Path) -> None:
@@ -112,10 +117,6 @@ def _built_with_and_without(
         cli.build(str(TRAINING), out, bundle=bundle)
         results.append(read(out))
     return results[0], results[1]
-
-
-def _site_files(out: Path) -> dict[str, bytes]:
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
 
 def _zip_entries(out: Path) -> dict[str, bytes]:
