@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import files_under, run_tlparse, tlparse_input, trace_lines, write_compat
+from corpus import (
+    files_under,
+    run_tlparse,
+    tlparse_input,
+    torch_213_traces,
+    trace_id,
+    trace_lines,
+    write_compat,
+)
 
 from tlsite.core import CompileId, Trace
 
@@ -289,3 +297,30 @@ def test_tlparse_also_puts_attemptless_files_in_the_dash_folder(tmp_path: Path) 
     assert reference.returncode == 0, reference.stderr
     assert {"-_1_0_0/autotune_log_0.txt", "-_1_0_-/runtime_autotune_1.txt"} <= reference.files
     assert sorted(reference.json("compile_directory.json")) == ["[1/0]"]
+
+
+@pytest.mark.parametrize("log", torch_213_traces()[:3], ids=trace_id)
+def test_compile_directory_lists_every_output_in_tlparses_layout(log: Path, tmp_path: Path) -> None:
+    """Written one compile id at a time, it must still read as one pretty-printed object:
+    every compile id's key, each numbered output with its path, sorted keys, 2-space indent."""
+    trace = write_compat(log, tmp_path)
+    text = (tmp_path / "compile_directory.json").read_text(encoding="utf-8")
+    directory = json.loads(text)
+    assert text == json.dumps(directory, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert set(directory) == {unit.key for unit in trace.units.values()}
+    listed = [entry for unit in directory.values() for entry in unit["artifacts"]]
+    outputs = [a for unit in trace.units.values() for a in unit.artifacts]
+    assert len(listed) == len(outputs) > len(directory) > 1
+    assert {e["url"] for e in listed if not e["url"].startswith("http")} == {
+        a.path for a in outputs if not a.is_link
+    }
+    assert all((tmp_path / e["url"]).is_file() for e in listed if not e["url"].startswith("http"))
+
+
+def test_compile_directory_of_a_trace_without_compile_ids_is_an_empty_object(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "no_records.log"
+    log.write_text("not a trace line\n")
+    write_compat(log, tmp_path / "out")
+    assert (tmp_path / "out" / "compile_directory.json").read_text(encoding="utf-8") == "{}\n"

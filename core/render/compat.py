@@ -52,7 +52,7 @@ class CompatWriter:
             self.trace.store.copy_to(ref, self.out / "payloads" / f"{key}.txt")
             self.written.append(f"payloads/{key}.txt")
         self._write_raw_jsonl()
-        self._write_json("compile_directory.json", compile_directory(self.trace))
+        self._write_compile_directory()
         self._write_chromium_events()
         if isinstance(self.raw_log, Path):
             shutil.copyfile(self.raw_log, self.out / "raw.log")  # in-kernel copy where it can
@@ -151,7 +151,7 @@ class CompatWriter:
             dest.write(json.dumps(table, ensure_ascii=False, separators=(",", ":")) + "\n")
             with open(self.trace.raw_jsonl_path, encoding="utf-8") as spill:
                 # every line has one placeholder year, in our own key: replace in big batches
-                while batch := spill.readlines(8 << 20):
+                while batch := spill.readlines(1 << 20):
                     text = "".join(batch)
                     dest.write(text.replace('"timestamp": "0000-', f'"timestamp": "{year}'))
         self.written.append("raw.jsonl")
@@ -168,28 +168,37 @@ class CompatWriter:
             dest.write("\n]\n" if not first else "]\n")
         self.written.append("chromium_events.json")
 
-    def _write_json(self, name: str, value: Any) -> None:
-        text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
-        (self.out / name).write_text(text + "\n", encoding="utf-8")
-        self.written.append(name)
+    def _write_compile_directory(self) -> None:
+        """``compile_directory.json``, one compile id at a time.
+
+        The text ``json.dumps(directory, indent=2, sort_keys=True)`` gives (tlparse's layout),
+        without holding the whole directory: a dict per artifact, tens of MB for a 1 GB trace.
+        """
+        units: dict[str, list[CompileUnit]] = {}
+        for unit in self.trace.units.values():
+            units.setdefault(unit.key, []).append(unit)
+        with open(self.out / "compile_directory.json", "w", encoding="utf-8") as dest:
+            dest.write("{" if units else "{}")
+            for index, key in enumerate(sorted(units)):
+                entry = {"artifacts": [e for u in units[key] for e in _directory_entries(u)]}
+                value = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False)
+                nested = value.replace("\n", "\n  ")  # one level deeper: two more spaces
+                separator = ",\n  " if index else "\n  "
+                dest.write(f"{separator}{json.dumps(key, ensure_ascii=False)}: {nested}")
+            dest.write("\n}\n" if units else "\n")
+        self.written.append("compile_directory.json")
 
 
-def compile_directory(trace: Trace) -> dict[str, Any]:
-    """tlparse's ``compile_directory.json``: display id → its numbered outputs."""
-    directory: dict[str, Any] = {}
-    for unit in trace.units.values():
-        entries = directory.setdefault(unit.key, {"artifacts": []})["artifacts"]
-        for artifact in unit.artifacts:
-            entries.append(
-                {
-                    "name": artifact.name if artifact.is_link else artifact.filename,
-                    "number": artifact.listed_number or artifact.number,
-                    "readable_url": artifact.readable_path,
-                    "suffix": CACHE_MARKS.get(artifact.cache or "", ""),
-                    "url": artifact.url if artifact.is_link else artifact.path,
-                }
-            )
-    return directory
+def _directory_entries(unit: CompileUnit) -> Iterator[dict[str, Any]]:
+    """The ``compile_directory.json`` entries of one compile id's outputs."""
+    for artifact in unit.artifacts:
+        yield {
+            "name": artifact.name if artifact.is_link else artifact.filename,
+            "number": artifact.listed_number or artifact.number,
+            "readable_url": artifact.readable_path,
+            "suffix": CACHE_MARKS.get(artifact.cache or "", ""),
+            "url": artifact.url if artifact.is_link else artifact.path,
+        }
 
 
 def kernel_stack_traces(text: str) -> dict[str, list[str]]:
