@@ -26,7 +26,9 @@ from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.toc import get_toc
 from mkdocs.utils import nest_paths
+from mkdocs.utils.meta import YAML_RE
 
 from tlsite.core import ResolvedInput, load_source, resolve_input, select_log
 from tlsite.core.model import Trace
@@ -100,7 +102,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self.compat_files: list[str] = []
         self._highlighter: Highlighter | None = highlighter
         self._page_of_uri: dict[str, Page] = {}
-        self._stored_html: dict[str, PayloadRef] = {}
+        self._deferred_markdown: dict[str, PayloadRef] = {}
+        self._files = Files([])
         self._config_dir = ""
         self._embedded = False
         self._auto_nav = False
@@ -208,7 +211,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
                 files.remove(existing)
             # pages reached from index tables, not the nav, are meant to be outside it
             inclusion = InclusionLevel.UNDEFINED if uri in in_nav else InclusionLevel.NOT_IN_NAV
-            generated = File.generated(config, uri, content=page.markdown, inclusion=inclusion)
+            content = page.markdown if self._embedded else self._defer_body(uri, page)
+            generated = File.generated(config, uri, content=content, inclusion=inclusion)
             # page.html, not page/index.html: raw-HTML links and the tlparse files expect it
             generated.use_directory_urls = False
             files.append(generated)
@@ -238,34 +242,36 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         return files
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
+        self._files = files  # deferred pages are converted against the site's final files
         if not self._embedded:
             env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
         return env
 
-    @event_priority(-100)  # last: other plugins see the page's HTML
-    def on_page_content(
-        self, html: str, /, *, page: Any, config: MkDocsConfig, files: Files
-    ) -> str:
-        """Keep a report page's HTML in the payload store until MkDocs writes the page.
+    def _defer_body(self, uri: str, page: Page) -> str:
+        """Keep the page's Markdown body in the payload store; give MkDocs its front matter.
 
-        MkDocs converts every page before it writes any; holding all their HTML (and
-        Markdown) in memory made the build's memory grow with the number of compile ids.
-        Only in a report site of its own: an embedding site's plugins may read any page.
+        MkDocs converts every page before it writes any: every page's HTML, table of contents
+        and Markdown were in memory at once, a build's memory growing with the number of
+        compile ids. MkDocs reads the front matter (title, options) as usual and converts an
+        empty body; :meth:`on_page_context` converts the real one just before the page is
+        written, and :meth:`on_post_page` lets it go. Only in a report site of its own: an
+        embedding site's plugins may read any page's Markdown or HTML at any time.
         """
-        uri = page.file.src_uri
-        if self._embedded or uri not in self._page_of_uri:
-            return html
-        self._stored_html[uri] = self.trace.store.put(html)
-        page.markdown = None  # converted: its three copies (page, file, tree) can go
-        page.file.content_string = ""
-        self._page_of_uri[uri].markdown = ""
-        return ""
+        front_matter = YAML_RE.match(page.markdown)
+        if front_matter is None:  # every report page has one; converted as usual otherwise
+            return page.markdown
+        body = page.markdown[front_matter.end() :].lstrip("\n")  # what MkDocs would keep
+        self._deferred_markdown[uri] = self.trace.store.put(body)
+        page.markdown = ""  # the tree's copy
+        return front_matter.group(0)
 
-    @event_priority(100)  # first: the search plugin indexes the page's HTML
+    @event_priority(100)  # first: the search plugin indexes the page's HTML and headings
     def on_page_context(self, context: Any, /, *, page: Any, config: MkDocsConfig, nav: Any) -> Any:
-        ref = self._stored_html.pop(page.file.src_uri, None)
+        """Convert a deferred report page (see :meth:`_defer_body`) as MkDocs would have."""
+        ref = self._deferred_markdown.pop(page.file.src_uri, None)
         if ref is not None:
-            page.content = self.trace.store.read(ref)
+            page.markdown = self.trace.store.read(ref)
+            page.render(config, self._files)
         return context
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
@@ -274,7 +280,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             self._on_page()
         self._page_written(Path(page.file.abs_dest_path))
         if not self._embedded and page.file.src_uri in self._page_of_uri:
-            page.content = None  # written below; nothing reads it again
+            # written below; nothing reads them again ("": MkDocs' Page.title is None for None)
+            page.content, page.markdown, page.toc = None, "", get_toc([])
         generated = self._page_of_uri.get(page.file.src_uri)
         if generated is None or not generated.blocks or self._highlighter is None:
             return add_csp(output, page=page, config=config)

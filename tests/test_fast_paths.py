@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -286,11 +287,14 @@ def test_raw_jsonl_chromium_and_describe_fast_paths_keep_every_value(log: Path) 
     assert fast_chromium  # the traces have chromium events: the test compares something
 
 
-def test_converted_pages_wait_in_the_store_not_in_memory(
+def test_pages_are_converted_one_at_a_time_as_they_are_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """MkDocs converts every page before it writes any: between the two, a report page's
-    HTML and Markdown are in the payload store, and each page still gets its own HTML."""
+    """MkDocs converts every page before it writes any: a report page's Markdown body waits
+    in the payload store until the page is written (MkDocs converts only its front matter),
+    and each page still gets its own HTML and table of contents."""
+    from mkdocs.utils.meta import get_data
+
     from tlsite.mkdocs_plugin.plugin import TlsitePlugin
 
     held: dict[str, int] = {}
@@ -299,8 +303,10 @@ def test_converted_pages_wait_in_the_store_not_in_memory(
     def spy(self: TlsitePlugin, env: object, /, **kwargs: object) -> object:
         for file in kwargs["files"].documentation_pages():  # type: ignore[attr-defined]
             page = file.page
-            held[file.src_uri] = len(page.content or "") + len(page.markdown or "")
-            held[file.src_uri] += len(file.content_string)
+            body, meta = get_data(file.content_string)
+            assert meta.get("title"), file.src_uri  # MkDocs still reads the front matter
+            held[file.src_uri] = len(page.content or "") + len(page.markdown or "") + len(body)
+            held[file.src_uri] += len(page.toc.items)
         return on_env(self, env, **kwargs)
 
     monkeypatch.setattr(TlsitePlugin, "on_env", spy)
@@ -311,7 +317,14 @@ def test_converted_pages_wait_in_the_store_not_in_memory(
         trace.close()
     assert len(held) > 10
     assert {uri: size for uri, size in held.items() if size} == {}
+    sections = 0
     for uri in held:  # the HTML came back for the page: its heading is in the article
         page = (tmp_path / "site" / uri).with_suffix(".html").read_text(encoding="utf-8")
         article = page.split('<article class="md-content__inner', 1)[1].split("</article>")[0]
         assert "<h1 id=" in article, uri  # the theme adds a bare <h1> to empty pages
+        # and its table of contents lists the page's own sections
+        toc = page.partition('data-md-component="toc"')[2].split('<div class="md-content"')[0]
+        for anchor in re.findall(r'<h2 id="([^"]+)"', article):
+            assert f'href="#{anchor}"' in toc, (uri, anchor)
+            sections += 1
+    assert sections > len(held)
