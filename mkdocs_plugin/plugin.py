@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from material.plugins.search.plugin import SearchIndex
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
@@ -40,6 +41,7 @@ from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef
 
 from .csp import add_csp, add_csp_to_template
+from .search_spill import SpilledSearchIndex
 from .site_config import ASSET_DIR, EXTRA_CSS, EXTRA_JS, THEME_DIR
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
@@ -104,6 +106,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._page_of_uri: dict[str, Page] = {}
         self._deferred_markdown: dict[str, PayloadRef] = {}
         self._files = Files([])
+        self._search_index: SpilledSearchIndex | None = None
         self._config_dir = ""
         self._embedded = False
         self._auto_nav = False
@@ -187,6 +190,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if not self._embedded:
             # first, so that a zip bundle written meanwhile has them to compress at once
             self._write_compat(config)
+            self._spill_search_index(config)
         tree = self._render_tree()
         # start highlighting every code block now, in worker processes, while MkDocs works
         self.trace.store.flush()  # the workers read code from the store's pack file
@@ -240,6 +244,16 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             ]
             config.nav = [*nest_paths(own), *self._report_nav(wrap=bool(own))]
         return files
+
+    def _spill_search_index(self, config: MkDocsConfig) -> None:
+        """Keep the search entries on disk until the index is written (a site of its own:
+        ``mkdocs serve --dirty`` would need them in memory)."""
+        search = config.plugins.get("material/search")
+        index = getattr(search, "search_index", None)
+        if type(index) is SearchIndex:
+            spill = self.trace.store.spill_path("search")
+            self._search_index = SpilledSearchIndex(spill, **index.config)
+            search.search_index = self._search_index  # type: ignore[union-attr]
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         self._files = files  # deferred pages are converted against the site's final files
@@ -344,6 +358,9 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if self._resolved is not None:
             self._resolved.close()
             self._resolved = None
+        if self._search_index is not None:
+            self._search_index.close()
+            self._search_index = None
 
 
 def _nav_paths(nav: Any) -> list[str]:

@@ -328,3 +328,56 @@ def test_pages_are_converted_one_at_a_time_as_they_are_written(
             assert f'href="#{anchor}"' in toc, (uri, anchor)
             sections += 1
     assert sections > len(held)
+
+
+def _keep_in_memory(method: str) -> Callable[..., object]:
+    """The plugin's slow path for ``method``: what MkDocs and Material do on their own."""
+    if method == "_defer_body":
+        return lambda self, uri, page: page.markdown  # MkDocs converts the whole page
+    return lambda self, config: None  # Material keeps its search entries
+
+
+@pytest.mark.parametrize("method", ["_defer_body", "_spill_search_index"])
+def test_plugin_fast_path_gives_the_same_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """Pages converted as they are written, search entries kept on disk: the same files
+    (pages, search index and its offline script) as MkDocs and Material give by themselves."""
+    from tlsite.mkdocs_plugin.plugin import TlsitePlugin
+
+    sites = []
+    for slow in (False, True):
+        if slow:
+            monkeypatch.setattr(TlsitePlugin, method, _keep_in_memory(method))
+        trace = load(TRAINING)
+        try:
+            build_report(trace, tmp_path / f"site{slow}", raw_log=TRAINING)
+        finally:
+            trace.close()
+        sites.append(_site_files(tmp_path / f"site{slow}"))
+    assert sites[0].keys() == sites[1].keys()
+    assert [name for name in sites[0] if sites[0][name] != sites[1][name]] == []
+    index = json.loads(sites[0]["search/search_index.json"])
+    assert len(index["docs"]) > 100
+
+
+def test_search_entries_wait_on_disk_until_the_index_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from material.plugins.search.plugin import SearchPlugin
+
+    seen: list[tuple[int, int]] = []
+    on_post_build = SearchPlugin.on_post_build
+
+    def spy(self: SearchPlugin, *, config: object) -> None:
+        seen.append((len(self.search_index.entries), self.search_index.entry_count))
+        on_post_build(self, config=config)
+
+    monkeypatch.setattr(SearchPlugin, "on_post_build", spy)
+    trace = load(TRAINING)
+    try:
+        build_report(trace, tmp_path / "site", raw_log=TRAINING)
+    finally:
+        trace.close()
+    index = json.loads((tmp_path / "site" / "search" / "search_index.json").read_bytes())
+    assert seen == [(0, len(index["docs"]))]
