@@ -206,17 +206,17 @@ class ZipWriter:
     ``background``, a :class:`~.worker.WorkerProcess` compresses each file as soon as it is
     final, on the other core, while this process renders pages (a thread would wait for
     the GIL at every chunk). :meth:`add` names a file that will not change again;
-    :meth:`finish` adds every other file of the site in path order, decides whether the
-    input log fits (see :data:`RAW_LOG`), writes the manifest from the digests taken while
-    compressing, and moves the archive into place. Without files handed over early, the
-    entries are in path order, and the same site always gives the same bytes.
+    :meth:`finish` has every other file of the site added in path order, the input log if
+    it fits (see :data:`RAW_LOG`) and the manifest, from the digests taken while compressing
+    (:func:`_complete_zip`, in the worker when there is one), and moves the archive into
+    place. Without files handed over early, the entries are in path order, and the same site
+    always gives the same bytes.
     """
 
     def __init__(self, site: Path, dest: Path, *, background: bool = True) -> None:
         self.site = site
         self.dest = dest
         self._tmp = dest.with_name(dest.name + ".part")
-        self._digests: dict[str, tuple[int, str]] = {}
         self._worker: WorkerProcess | None = None
         if background:
             self._worker = WorkerProcess(
@@ -230,37 +230,27 @@ class ZipWriter:
                 self._worker.send(path.relative_to(self.site).as_posix())
 
     def finish(self, *, trace: str, version: str, extra: Mapping[str, Any] | None) -> int:
-        """Complete the archive and return its size (raises what the worker met)."""
-        mode: Literal["w", "a"] = "a" if self._collect_worker() else "w"
-        on_disk = {p.relative_to(self.site).as_posix(): p for p in site_files(self.site)}
-        on_disk.pop(MANIFEST_NAME, None)
-        if any(
-            name not in on_disk or on_disk[name].stat().st_size != size
-            for name, (size, _) in self._digests.items()
-        ):  # a file changed after it was handed over: start again from the finished folder
-            self._digests.clear()
-            mode = "w"
-        with _open_zip(self._tmp, mode) as archive:
-            for name in on_disk:
-                _add_site_file(archive, self.site, name, self._digests)
-        size = self._tmp.stat().st_size
-        raw = on_disk.get(RAW_LOG)
-        keep_raw = raw is not None and size + compressed_estimate(raw) <= GITHUB_ATTACHMENT_LIMIT
-        details = dict(extra or {})
-        if raw is not None and not keep_raw:
-            details["left_out_of_zip"] = {
-                RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
-                "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
-            }
-        manifest = manifest_json(
-            self.site, trace=trace, version=version, extra=details, digests=self._digests
-        )
-        (self.site / MANIFEST_NAME).write_bytes(manifest)
-        with _open_zip(self._tmp, "a") as archive:
-            root = self.site.name
-            _add_to_zip(archive, self.site / MANIFEST_NAME, f"{root}/{MANIFEST_NAME}")
-            if raw is not None and keep_raw:
-                _add_to_zip(archive, raw, f"{root}/{RAW_LOG}")
+        """Complete the archive and return its size (raises what the worker met).
+
+        The worker completes the archive it has been writing (see :func:`_complete_zip`):
+        the archive's directory and the files' digests are in its memory already, and a
+        second copy of them here would be this process's biggest allocation at the end of a
+        build of thousands of files.
+        """
+        manifest = {"trace": trace, "version": version, "extra": dict(extra or {})}
+        if self._worker is None:
+            _complete_zip(self.site, self._tmp, {}, "w", **manifest)
+        else:
+            worker, self._worker = self._worker, None
+            try:
+                worker.send(manifest)
+                status, value = worker.receive()
+            except (EOFError, OSError) as error:
+                raise OSError(f"the zip bundle's worker process stopped: {error!r}") from error
+            finally:
+                worker.close()
+            if status != "done":
+                raise OSError(f"writing the zip bundle failed: {value}")
         os.replace(self._tmp, self.dest)
         return self.dest.stat().st_size
 
@@ -271,22 +261,50 @@ class ZipWriter:
             self._worker = None
         self._tmp.unlink(missing_ok=True)
 
-    def _collect_worker(self) -> bool:
-        """Let the worker close its archive; keep its digests. False if there is none."""
-        if self._worker is None:
-            return False
-        worker, self._worker = self._worker, None
-        try:
-            worker.send(None)
-            status, value = worker.receive()
-        except (EOFError, OSError) as error:
-            raise OSError(f"the zip bundle's worker process stopped: {error!r}") from error
-        finally:
-            worker.close()
-        if status != "done":
-            raise OSError(f"writing the zip bundle failed: {value}")
-        self._digests.update(value)
-        return True
+
+def _complete_zip(
+    site: Path,
+    tmp: Path,
+    digests: dict[str, tuple[int, str]],
+    mode: Literal["w", "a"],
+    *,
+    trace: str,
+    version: str,
+    extra: dict[str, Any],
+) -> None:
+    """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the input log.
+
+    ``digests`` lists the files already in ``tmp`` (``mode`` "a"; "w" starts a new archive).
+    A file that changed after it was compressed starts the archive again from the finished
+    folder. The input log goes in last, only if the archive stays attachable with it
+    (see :data:`RAW_LOG`); the manifest says when it was left out.
+    """
+    on_disk = {p.relative_to(site).as_posix(): p for p in site_files(site)}
+    on_disk.pop(MANIFEST_NAME, None)
+    if any(
+        name not in on_disk or on_disk[name].stat().st_size != size
+        for name, (size, _) in digests.items()
+    ):
+        digests.clear()
+        mode = "w"
+    with _open_zip(tmp, mode) as archive:
+        for name in on_disk:
+            _add_site_file(archive, site, name, digests)
+    size = tmp.stat().st_size
+    raw = on_disk.get(RAW_LOG)
+    del on_disk
+    keep_raw = raw is not None and size + compressed_estimate(raw) <= GITHUB_ATTACHMENT_LIMIT
+    if raw is not None and not keep_raw:
+        extra["left_out_of_zip"] = {
+            RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
+            "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
+        }
+    manifest = manifest_json(site, trace=trace, version=version, extra=extra, digests=digests)
+    (site / MANIFEST_NAME).write_bytes(manifest)
+    with _open_zip(tmp, "a") as archive:
+        _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
+        if raw is not None and keep_raw:
+            _add_to_zip(archive, raw, f"{site.name}/{RAW_LOG}")
 
 
 def _open_zip(path: Path, mode: Literal["w", "a"]) -> zipfile.ZipFile:
@@ -311,18 +329,24 @@ def _add_site_file(
 
 
 def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> None:
-    """Worker process: deflate each file named in ``inbox`` into ``tmp`` until ``None``.
+    """Worker process: deflate each file named in ``inbox`` into ``tmp``, then complete the
+    archive with the manifest fields that end the input (see :func:`_complete_zip`).
 
-    Answers ``("done", digests)``, or ``("failed", why)`` after the first error (it keeps
-    reading names until ``None`` so that the builder never blocks on a full pipe).
+    Answers ``("done", None)``, or ``("failed", why)`` after the first error (it keeps
+    reading names until the end so that the builder never blocks on a full pipe).
     """
     digests: dict[str, tuple[int, str]] = {}
     failure = None
     with _open_zip(Path(tmp), "w") as archive:
-        while (name := inbox.recv()) is not None:
+        while isinstance(message := inbox.recv(), str):
             if failure is None:
                 try:
-                    _add_site_file(archive, Path(site), name, digests)
+                    _add_site_file(archive, Path(site), message, digests)
                 except Exception as error:
-                    failure = f"{name}: {error}"
-    outbox.send(("done", digests) if failure is None else ("failed", failure))
+                    failure = f"{message}: {error}"
+    if failure is None:
+        try:
+            _complete_zip(Path(site), Path(tmp), digests, "a", **message)
+        except Exception as error:
+            failure = f"completing the archive: {error}"
+    outbox.send(("done", None) if failure is None else ("failed", failure))
