@@ -23,6 +23,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from corpus import TORCH_213, all_corpus_traces, tlparse_input, trace_id
@@ -56,16 +57,20 @@ def _pages(site: Path) -> dict[str, bytes]:
     return _site_files(site, "*.html")
 
 
+def _build(log: Path, site: Path, **options: Any) -> None:
+    """Read ``log`` and build its site into ``site`` (``options`` go to build_report)."""
+    trace = load(log)
+    try:
+        build_report(trace, site, raw_log=log, **options)
+    finally:
+        trace.close()
+
+
 def test_parallel_and_inline_highlighting_give_identical_pages(tmp_path: Path) -> None:
     sites = {}
     for workers in (0, 2):
-        trace = load(EXAMPLE)
-        try:
-            site = tmp_path / f"site{workers}"
-            build_report(trace, site, raw_log=EXAMPLE, highlight_workers=workers)
-            sites[workers] = _pages(site)
-        finally:
-            trace.close()
+        _build(EXAMPLE, tmp_path / f"site{workers}", highlight_workers=workers)
+        sites[workers] = _pages(tmp_path / f"site{workers}")
     assert sites[0].keys() == sites[2].keys()
     different = [name for name in sites[0] if sites[0][name] != sites[2][name]]
     assert different == []
@@ -157,11 +162,7 @@ def test_templates_compiled_from_the_bytecode_cache_give_identical_pages(
     sites = []
     try:
         for run in range(2):
-            trace = load(EXAMPLE)
-            try:
-                build_report(trace, tmp_path / f"site{run}", raw_log=EXAMPLE)
-            finally:
-                trace.close()
+            _build(EXAMPLE, tmp_path / f"site{run}")
             sites.append(_pages(tmp_path / f"site{run}"))
             cache_dirs = list((tmp_path / "tmp").glob("_jinja2-cache-*"))
             assert cache_dirs and any(cache_dirs[0].iterdir())
@@ -180,12 +181,8 @@ def test_files_are_handed_to_the_bundle_only_once_final(tmp_path: Path) -> None:
         assert path not in handed
         handed[path] = path.read_bytes()
 
-    trace = load(TRAINING)
-    try:
-        site = tmp_path / "site"
-        build_report(trace, site, raw_log=TRAINING, on_file=on_file)
-    finally:
-        trace.close()
+    site = tmp_path / "site"
+    _build(TRAINING, site, on_file=on_file)
     changed = [p for p, data in handed.items() if p.read_bytes() != data]
     assert changed == []
     on_disk = {p for p in site.rglob("*") if p.is_file()}
@@ -310,11 +307,7 @@ def test_pages_are_converted_one_at_a_time_as_they_are_written(
         return on_env(self, env, **kwargs)
 
     monkeypatch.setattr(TlsitePlugin, "on_env", spy)
-    trace = load(TRAINING)
-    try:
-        build_report(trace, tmp_path / "site", raw_log=TRAINING)
-    finally:
-        trace.close()
+    _build(TRAINING, tmp_path / "site")
     assert len(held) > 10
     assert {uri: size for uri, size in held.items() if size} == {}
     sections = 0
@@ -349,11 +342,7 @@ def test_plugin_fast_path_gives_the_same_site(
     for slow in (False, True):
         if slow:
             monkeypatch.setattr(TlsitePlugin, method, _keep_in_memory(method))
-        trace = load(TRAINING)
-        try:
-            build_report(trace, tmp_path / f"site{slow}", raw_log=TRAINING)
-        finally:
-            trace.close()
+        _build(TRAINING, tmp_path / f"site{slow}")
         sites.append(_site_files(tmp_path / f"site{slow}"))
     assert sites[0].keys() == sites[1].keys()
     assert [name for name in sites[0] if sites[0][name] != sites[1][name]] == []
@@ -374,10 +363,6 @@ def test_search_entries_wait_on_disk_until_the_index_is_written(
         on_post_build(self, config=config)
 
     monkeypatch.setattr(SearchPlugin, "on_post_build", spy)
-    trace = load(TRAINING)
-    try:
-        build_report(trace, tmp_path / "site", raw_log=TRAINING)
-    finally:
-        trace.close()
+    _build(TRAINING, tmp_path / "site")
     index = json.loads((tmp_path / "site" / "search" / "search_index.json").read_bytes())
     assert seen == [(0, len(index["docs"]))]
