@@ -27,7 +27,6 @@ from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
-from mkdocs.structure.toc import get_toc
 from mkdocs.utils import nest_paths
 from mkdocs.utils.meta import YAML_RE
 
@@ -41,6 +40,7 @@ from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef
 
 from .csp import add_csp, add_csp_to_template
+from .deferred_page import DeferredPage
 from .search_spill import SpilledSearchIndex
 from .site_config import ASSET_DIR, EXTRA_CSS, EXTRA_JS, THEME_DIR
 
@@ -104,7 +104,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self.compat_files: list[str] = []
         self._highlighter: Highlighter | None = highlighter
         self._page_of_uri: dict[str, Page] = {}
-        self._deferred_markdown: dict[str, PayloadRef] = {}
         self._files = Files([])
         self._search_index: SpilledSearchIndex | None = None
         self._config_dir = ""
@@ -207,18 +206,21 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
                 code_bytes=code_bytes,
             )
         highlighter = self._highlighter
-        in_nav = set(_nav_paths(tree.nav))
+        nav_titles = _nav_titles(tree.nav)
+        store = self.trace.store
         for page in tree.pages:
             uri = f"{self.prefix}{page.path}"
             existing = files.get_file_from_path(uri)
             if existing is not None:
                 files.remove(existing)
             # pages reached from index tables, not the nav, are meant to be outside it
-            inclusion = InclusionLevel.UNDEFINED if uri in in_nav else InclusionLevel.NOT_IN_NAV
-            content = page.markdown if self._embedded else self._defer_body(uri, page)
+            inclusion = InclusionLevel.UNDEFINED if uri in nav_titles else InclusionLevel.NOT_IN_NAV
+            content, body = (page.markdown, None) if self._embedded else self._defer_body(page)
             generated = File.generated(config, uri, content=content, inclusion=inclusion)
             # page.html, not page/index.html: raw-HTML links and the tlparse files expect it
             generated.use_directory_urls = False
+            if body is not None:  # MkDocs keeps a page a plugin sets (with the nav's title)
+                DeferredPage(nav_titles.get(uri), generated, config, body=body, store=store)
             files.append(generated)
             self._page_of_uri[uri] = page
             for block in page.blocks.values():
@@ -261,31 +263,23 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
         return env
 
-    def _defer_body(self, uri: str, page: Page) -> str:
-        """Keep the page's Markdown body in the payload store; give MkDocs its front matter.
+    def _defer_body(self, page: Page) -> tuple[str, PayloadRef | None]:
+        """The page's front matter for MkDocs, its Markdown body put in the payload store.
 
-        MkDocs converts every page before it writes any: every page's HTML, table of contents
-        and Markdown were in memory at once, a build's memory growing with the number of
-        compile ids. MkDocs reads the front matter (title, options) as usual and converts an
-        empty body; :meth:`on_page_context` converts the real one just before the page is
-        written, and :meth:`on_post_page` lets it go. Only in a report site of its own: an
-        embedding site's plugins may read any page's Markdown or HTML at any time.
+        Only in a report site of its own (see :class:`DeferredPage`): an embedding site's
+        plugins may read any page's Markdown or HTML at any time.
         """
         front_matter = YAML_RE.match(page.markdown)
         if front_matter is None:  # every report page has one; converted as usual otherwise
-            return page.markdown
+            return page.markdown, None
         body = page.markdown[front_matter.end() :].lstrip("\n")  # what MkDocs would keep
-        self._deferred_markdown[uri] = self.trace.store.put(body)
         page.markdown = ""  # the tree's copy
-        return front_matter.group(0)
+        return front_matter.group(0), self.trace.store.put(body)
 
     @event_priority(100)  # first: the search plugin indexes the page's HTML and headings
     def on_page_context(self, context: Any, /, *, page: Any, config: MkDocsConfig, nav: Any) -> Any:
-        """Convert a deferred report page (see :meth:`_defer_body`) as MkDocs would have."""
-        ref = self._deferred_markdown.pop(page.file.src_uri, None)
-        if ref is not None:
-            page.markdown = self.trace.store.read(ref)
-            page.render(config, self._files)
+        if isinstance(page, DeferredPage):
+            page.convert(config, self._files)
         return context
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
@@ -293,9 +287,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if self._on_page is not None:
             self._on_page()
         self._page_written(Path(page.file.abs_dest_path))
-        if not self._embedded and page.file.src_uri in self._page_of_uri:
-            # written below; nothing reads them again ("": MkDocs' Page.title is None for None)
-            page.content, page.markdown, page.toc = None, "", get_toc([])
+        if isinstance(page, DeferredPage):
+            page.release()  # written below
         generated = self._page_of_uri.get(page.file.src_uri)
         if generated is None or not generated.blocks or self._highlighter is None:
             return add_csp(output, page=page, config=config)
@@ -363,15 +356,17 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             self._search_index = None
 
 
-def _nav_paths(nav: Any) -> list[str]:
-    """Every page path in a nav structure (lists of ``{title: path or [children]}``)."""
+def _nav_titles(nav: Any, title: str | None = None) -> dict[str, str | None]:
+    """Every page path in a nav structure (lists of ``{title: path or [children]}``), with
+    the title the nav first gives it (None for a bare path)."""
     if isinstance(nav, str):
-        return [nav]
-    if isinstance(nav, dict):
-        return [p for value in nav.values() for p in _nav_paths(value)]
-    if isinstance(nav, list):
-        return [p for item in nav for p in _nav_paths(item)]
-    return []
+        return {nav: title}
+    titles: dict[str, str | None] = {}
+    items = nav.items() if isinstance(nav, dict) else [(None, item) for item in nav or []]
+    for key, value in items:
+        for path, found in _nav_titles(value, key).items():
+            titles.setdefault(path, found)
+    return titles
 
 
 def _compat_targets(trace: Trace) -> list[str]:

@@ -326,7 +326,7 @@ def test_pages_are_converted_one_at_a_time_as_they_are_written(
 def _keep_in_memory(method: str) -> Callable[..., object]:
     """The plugin's slow path for ``method``: what MkDocs and Material do on their own."""
     if method == "_defer_body":
-        return lambda self, uri, page: page.markdown  # MkDocs converts the whole page
+        return lambda self, page: (page.markdown, None)  # MkDocs converts the whole page
     return lambda self, config: None  # Material keeps its search entries
 
 

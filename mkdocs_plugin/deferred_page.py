@@ -1,0 +1,57 @@
+"""A report page that MkDocs converts when it writes it, not with all the others.
+
+MkDocs converts every page before it writes any (``_populate_page`` for all, then
+``_build_page`` for all): every page's HTML, table of contents and anchor sets were alive at
+once, and a build's memory grew with the number of compile ids. A :class:`DeferredPage` is
+what MkDocs 1.6 lets a plugin put in ``File.page`` during ``on_files``: MkDocs reads its
+front matter (title and options) as usual, but its Markdown body waits in the payload store
+and :meth:`DeferredPage.convert` converts it just before the page is written.
+"""
+
+from __future__ import annotations
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+from mkdocs.structure.toc import get_toc
+
+from tlsite.core.store import PayloadRef, PayloadStore
+
+
+class DeferredPage(Page):
+    """A page whose file holds only its front matter; ``body`` is the rest, in ``store``."""
+
+    def __init__(
+        self,
+        title: str | None,
+        file: File,
+        config: MkDocsConfig,
+        *,
+        body: PayloadRef,
+        store: PayloadStore,
+    ) -> None:
+        super().__init__(title, file, config)
+        self._body: PayloadRef | None = body
+        self._store = store
+
+    def render(self, config: MkDocsConfig, files: Files) -> None:
+        """MkDocs' conversion of every page at once: nothing yet (see :meth:`convert`)."""
+        if self._body is not None:
+            self.content, self.toc = "", get_toc([])
+            return
+        super().render(config, files)
+
+    def convert(self, config: MkDocsConfig, files: Files) -> None:
+        """Convert the page's body as MkDocs would have (the page is written next)."""
+        if self._body is None:
+            return
+        self.markdown = self._store.read(self._body)
+        self._body = None
+        super().render(config, files)
+
+    def release(self) -> None:
+        """Drop what only the page's own output needed (it is written: nothing reads it).
+
+        ``markdown`` becomes "" rather than None: MkDocs' ``Page.title`` is None for None.
+        """
+        self.content, self.markdown, self.toc = None, "", get_toc([])
