@@ -34,6 +34,13 @@ def site_files(site: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(site).as_posix())
 
 
+def _site_listing(site: Path) -> dict[str, Path]:
+    """:func:`site_files` by relative path, without the manifest (it never lists itself)."""
+    listing = {p.relative_to(site).as_posix(): p for p in site_files(site)}
+    listing.pop(MANIFEST_NAME, None)
+    return listing
+
+
 def _add_to_zip(archive: zipfile.ZipFile, path: Path, name: str) -> tuple[int, str]:
     """Deflate ``path`` into ``archive`` as ``name``; return its size and SHA-256."""
     info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
@@ -100,19 +107,20 @@ def manifest_json(
     version: str,
     extra: Mapping[str, Any] | None = None,
     digests: Mapping[str, tuple[int, str]] | None = None,
+    listing: Mapping[str, Path] | None = None,
 ) -> bytes:
     """The bundle's manifest: every file with its size and SHA-256, the trace and tlsite version.
 
     The manifest itself (``MANIFEST_NAME`` at the root) is not listed. ``digests`` maps a
     file's relative path to the size and SHA-256 already taken (by :class:`ZipWriter`, as
-    it compressed the file); any other file is read once more here.
+    it compressed the file); any other file is read once more here. ``listing``: the site's
+    files by relative path, in order, when the caller has just listed them.
     """
+    if listing is None:
+        listing = _site_listing(site)
     files = []
     total = 0
-    for path in site_files(site):
-        relative = path.relative_to(site).as_posix()
-        if relative == MANIFEST_NAME:
-            continue
+    for relative, path in listing.items():
         known = digests.get(relative) if digests is not None else None
         size, sha256 = known if known is not None else _file_digest(path)
         total += size
@@ -279,8 +287,7 @@ def _complete_zip(
     folder. The input log goes in last, only if the archive stays attachable with it
     (see :data:`RAW_LOG`); the manifest says when it was left out.
     """
-    on_disk = {p.relative_to(site).as_posix(): p for p in site_files(site)}
-    on_disk.pop(MANIFEST_NAME, None)
+    on_disk = _site_listing(site)
     if any(
         name not in on_disk or on_disk[name].stat().st_size != size
         for name, (size, _) in digests.items()
@@ -292,14 +299,15 @@ def _complete_zip(
             _add_site_file(archive, site, name, digests)
     size = tmp.stat().st_size
     raw = on_disk.get(RAW_LOG)
-    del on_disk
     keep_raw = raw is not None and size + compressed_estimate(raw) <= GITHUB_ATTACHMENT_LIMIT
     if raw is not None and not keep_raw:
         extra["left_out_of_zip"] = {
             RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
             "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
         }
-    manifest = manifest_json(site, trace=trace, version=version, extra=extra, digests=digests)
+    manifest = manifest_json(
+        site, trace=trace, version=version, extra=extra, digests=digests, listing=on_disk
+    )
     (site / MANIFEST_NAME).write_bytes(manifest)
     with _open_zip(tmp, "a") as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
