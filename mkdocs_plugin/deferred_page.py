@@ -33,21 +33,24 @@ class DeferredPage(Page):
         super().__init__(title, file, config)
         self._body: PayloadRef | None = body
         self._store = store
+        self._files: Files | None = None
 
     def render(self, config: MkDocsConfig, files: Files) -> None:
         """MkDocs' conversion of every page at once: nothing yet (see :meth:`convert`)."""
         if self._body is not None:
             self.content, self.toc = "", get_toc([])
+            self._files = files  # the site's files, which links are resolved against
             return
         super().render(config, files)
 
-    def convert(self, config: MkDocsConfig, files: Files) -> None:
+    def convert(self, config: MkDocsConfig) -> None:
         """Convert the page's body as MkDocs would have (the page is written next)."""
         if self._body is None:
             return
+        assert self._files is not None, "MkDocs renders every page before it writes any"
         self.markdown = self._store.read(self._body)
         self._body = None
-        super().render(config, files)
+        super().render(config, self._files)
 
     def release(self) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).

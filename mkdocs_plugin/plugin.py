@@ -104,7 +104,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self.compat_files: list[str] = []
         self._highlighter: Highlighter | None = highlighter
         self._page_of_uri: dict[str, Page] = {}
-        self._files = Files([])
         self._search_index: SpilledSearchIndex | None = None
         self._config_dir = ""
         self._embedded = False
@@ -258,7 +257,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             search.search_index = self._search_index  # type: ignore[union-attr]
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
-        self._files = files  # deferred pages are converted against the site's final files
         if not self._embedded:
             env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
         return env
@@ -279,7 +277,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     @event_priority(100)  # first: the search plugin indexes the page's HTML and headings
     def on_page_context(self, context: Any, /, *, page: Any, config: MkDocsConfig, nav: Any) -> Any:
         if isinstance(page, DeferredPage):
-            page.convert(config, self._files)
+            page.convert(config)
         return context
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
