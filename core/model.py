@@ -271,6 +271,18 @@ class Trace:
                 metadata = json.loads(spill.readline()).get(ref.type)
                 yield Event(type=ref.type, line=ref.line, compile_id=unit.id, metadata=metadata)
 
+    def release_units(self) -> None:
+        """Forget the compile units, dump files, loose payloads and unknown stacks.
+
+        A site build calls this once every page and tlparse file is made from them: for the
+        rest of the build they were its biggest memory, growing with the trace. ``stats``,
+        ``notes`` and the store stay.
+        """
+        self.units = {}
+        self.dump_files = {}
+        self.loose_payloads = {}
+        self.unknown_stacks = []
+
     # -- convenience --------------------------------------------------------------------------
     def unit_list(self) -> list[CompileUnit]:
         return list(self.units.values())

@@ -38,6 +38,9 @@ class PayloadStore:
         self.root = Path(tempfile.mkdtemp(prefix="tlsite-store-") if root is None else root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.pack_path = self.root / "payloads.pack"
+        #: The pack's path as text: one string shared by the thousands of code blocks that
+        #: point into it (``str(pack_path)`` for each was 100 bytes apiece).
+        self.pack_file = str(self.pack_path)
         self._writer: BinaryIO | None = open(self.pack_path, "ab")  # noqa: SIM115
         self._size = self._writer.seek(0, os.SEEK_END)
         self._reader: BinaryIO | None = None
@@ -60,6 +63,13 @@ class PayloadStore:
             self._dirty = True
             ref = self._index[digest] = PayloadRef(digest, len(data), offset)
         return ref
+
+    def forget_index(self) -> None:
+        """Stop recognising contents already stored: a later :meth:`put` of the same
+        text appends it again. The index is only worth its memory (a few hundred bytes per
+        payload) while the trace is read and its pages rendered; a site build calls this
+        before writing pages."""
+        self._index = {}
 
     def flush(self) -> None:
         """Make everything put so far readable by other processes (highlight workers)."""

@@ -10,12 +10,17 @@ and :meth:`DeferredPage.convert` converts it just before the page is written.
 
 from __future__ import annotations
 
+import logging
+
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import get_toc
 
 from tlsite.core.store import PayloadRef, PayloadStore
+
+#: The logger MkDocs reports broken links to anchors on (``Page.validate_anchor_links``).
+_ANCHOR_LOG = logging.getLogger("mkdocs.structure.pages")
 
 
 class DeferredPage(Page):
@@ -34,6 +39,7 @@ class DeferredPage(Page):
         self._body: PayloadRef | None = body
         self._store = store
         self._files: Files | None = None
+        self._anchor_level = logging.INFO
 
     def render(self, config: MkDocsConfig, files: Files) -> None:
         """MkDocs' conversion of every page at once: nothing yet (see :meth:`convert`)."""
@@ -50,11 +56,17 @@ class DeferredPage(Page):
         assert self._files is not None, "MkDocs renders every page before it writes any"
         self.markdown = self._store.read(self._body)
         self._body = None
+        self._anchor_level = config.validation.links.anchors
         super().render(config, self._files)
 
     def release(self) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).
 
         ``markdown`` becomes "" rather than None: MkDocs' ``Page.title`` is None for None.
+        The page's anchors and links to anchors go too when MkDocs' check of them could not
+        report anything (``tlsite build`` logs errors only): kept for that check until the
+        build ends, they were a kilobyte or more per page.
         """
         self.content, self.markdown, self.toc = None, "", get_toc([])
+        if not _ANCHOR_LOG.isEnabledFor(self._anchor_level):
+            self.present_anchor_ids, self.links_to_anchors = None, {}

@@ -101,7 +101,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._last_page: Path | None = None
         self._highlight_workers = highlight_workers
         self.tree: SiteTree | None = None
-        self.compat_files: list[str] = []
         self._highlighter: Highlighter | None = highlighter
         self._page_of_uri: dict[str, Page] = {}
         self._search_index: SpilledSearchIndex | None = None
@@ -244,7 +243,22 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
                 if f.src_uri not in self._page_of_uri and f.inclusion.is_in_nav()
             ]
             config.nav = [*nest_paths(own), *self._report_nav(wrap=bool(own))]
+        if not self._embedded:
+            self._release_sources()
         return files
+
+    def _release_sources(self) -> None:
+        """Forget what the pages and tlparse files were made from, now that they are made.
+
+        A site of its own only: an embedding site writes the tlparse files after the build.
+        Each page's blocks stay (in ``_page_of_uri``) until the page is written; the trace
+        keeps its statistics and store. At 1 GB of trace this was ~10 MB held for the
+        whole of page writing.
+        """
+        assert self.tree is not None
+        self.tree.pages = []  # each lives on in _page_of_uri until it is written
+        self.trace.release_units()
+        self.trace.store.forget_index()
 
     def _spill_search_index(self, config: MkDocsConfig) -> None:
         """Keep the search entries on disk until the index is written (a site of its own:
@@ -287,7 +301,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._page_written(Path(page.file.abs_dest_path))
         if isinstance(page, DeferredPage):
             page.release()  # written below
-        generated = self._page_of_uri.get(page.file.src_uri)
+        generated = self._page_of_uri.pop(page.file.src_uri, None)  # written once
         if generated is None or not generated.blocks or self._highlighter is None:
             return add_csp(output, page=page, config=config)
         highlighter = self._highlighter
@@ -326,10 +340,9 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         raw_log = self._raw_log
         if raw_log is None and self.config.trace and os.path.isfile(self._trace_path()):
             raw_log = Path(self._trace_path())  # copied as it is
-        writer = CompatWriter(self.trace, out, raw_log=raw_log)
-        self.compat_files = writer.write_all()
+        written = CompatWriter(self.trace, out, raw_log=raw_log).write_all()
         if self._on_file is not None:
-            for path in self.compat_files:
+            for path in written:
                 self._on_file(out / path)
 
     def _page_written(self, page: Path | None) -> None:

@@ -386,7 +386,7 @@ def _program_view(
     ref = program.payload
     head = INLINE_HEAD_LINES if ref.size > INLINE_LIMIT else None
     token = "exported-program"
-    blocks[token] = CodeBlock(str(store.pack_path), ref.offset, ref.size, ref.md5, "python", head)
+    blocks[token] = CodeBlock(store.pack_file, ref.offset, ref.size, ref.md5, "python", head)
     path = program.path if isinstance(program, Artifact) else None
     return {
         "block": Markup(CODE_PLACEHOLDER.format(token=token)),

@@ -41,9 +41,12 @@ POOL_THRESHOLD = 4_000_000
 BLOCK_ID = "@@BLOCK@@"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CodeBlock:
-    """A block to show: where its text is, the lexer, and how much of it to show."""
+    """A block to show: where its text is, the lexer, and how much of it to show.
+
+    Slotted: a big trace's pages hold tens of thousands of them until they are written.
+    """
 
     pack: str  # the payload store's pack file
     offset: int

@@ -51,7 +51,7 @@ CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
 PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-code:([A-Za-z0-9_-]+)-->")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HtmlBlock:
     """Pre-rendered HTML (a big table) kept in the payload store, inserted after conversion.
 
@@ -440,7 +440,7 @@ class ReportRenderer:
         """Keep ``html`` in the store; the page gets a placeholder for it."""
         store = self.trace.store
         ref = store.put(html)
-        blocks[token] = HtmlBlock(str(store.pack_path), ref.offset, ref.size)
+        blocks[token] = HtmlBlock(store.pack_file, ref.offset, ref.size)
         return Markup(CODE_PLACEHOLDER.format(token=token))
 
     def _metrics_table(self, event: Event, token: str, blocks: dict) -> dict[str, Any]:
@@ -496,7 +496,7 @@ def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | N
         text = pretty_json(text)
         source = store.put(text)
     head = INLINE_HEAD_LINES if len(text) > INLINE_LIMIT else None
-    block = CodeBlock(str(store.pack_path), source.offset, source.size, source.md5, lexer, head)
+    block = CodeBlock(store.pack_file, source.offset, source.size, source.md5, lexer, head)
     return block, text
 
 
