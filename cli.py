@@ -455,7 +455,7 @@ def build(
         raw_log = Path(log.plain_path) if log.plain_path else log.chunks
 
         def make_site(
-            site: Path, on_file: Callable[[Path], None] | None
+            site: Path, on_file: Callable[[str], None] | None
         ) -> tuple[str, dict[str, Any]]:
             bar.stage("Writing pages")
             build_report(

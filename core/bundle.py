@@ -15,7 +15,7 @@ import json
 import os
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -30,18 +30,30 @@ _FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (fo
 
 def site_files(site: Path) -> list[Path]:
     """Every file of the site, in a stable order."""
-    files = [p for p in site.rglob("*") if p.is_file()]
-    return sorted(files, key=lambda p: p.relative_to(site).as_posix())
+    return [site / name for name in _relative_files(site)]
 
 
-def _site_listing(site: Path) -> dict[str, Path]:
-    """:func:`site_files` by relative path, without the manifest (it never lists itself)."""
-    listing = {p.relative_to(site).as_posix(): p for p in site_files(site)}
-    listing.pop(MANIFEST_NAME, None)
-    return listing
+def _relative_files(site: Path) -> list[str]:
+    """Every file of the site by its ``/``-separated relative path, sorted.
+
+    Plain strings, not :class:`~pathlib.Path` objects: a big site has over ten thousand
+    files, and a path object apiece (with its interned parts) was megabytes.
+    """
+    names = []
+    for folder, _, files in os.walk(site):
+        prefix = os.path.relpath(folder, site).replace(os.sep, "/")
+        prefix = "" if prefix == "." else prefix + "/"
+        names.extend(prefix + name for name in files)
+    names.sort()
+    return names
 
 
-def _add_to_zip(archive: zipfile.ZipFile, path: Path, name: str) -> tuple[int, str]:
+def _site_listing(site: Path) -> list[str]:
+    """:func:`_relative_files` without the manifest (it never lists itself)."""
+    return [name for name in _relative_files(site) if name != MANIFEST_NAME]
+
+
+def _add_to_zip(archive: zipfile.ZipFile, path: str | Path, name: str) -> tuple[int, str]:
     """Deflate ``path`` into ``archive`` as ``name``; return its size and SHA-256."""
     info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
     info.compress_type = zipfile.ZIP_DEFLATED
@@ -50,7 +62,7 @@ def _add_to_zip(archive: zipfile.ZipFile, path: Path, name: str) -> tuple[int, s
         return _read_digest(source, copy_to=target.write)
 
 
-def _file_digest(path: Path) -> tuple[int, str]:
+def _file_digest(path: str | Path) -> tuple[int, str]:
     """The size and SHA-256 of ``path``."""
     with open(path, "rb") as source:
         return _read_digest(source)
@@ -101,40 +113,67 @@ _MANIFEST_NOTE = (
 
 
 def manifest_json(
-    site: Path,
-    *,
-    trace: str,
-    version: str,
-    extra: Mapping[str, Any] | None = None,
-    digests: Mapping[str, tuple[int, str]] | None = None,
-    listing: Mapping[str, Path] | None = None,
+    site: Path, *, trace: str, version: str, extra: Mapping[str, Any] | None = None
 ) -> bytes:
     """The bundle's manifest: every file with its size and SHA-256, the trace and tlsite version.
 
-    The manifest itself (``MANIFEST_NAME`` at the root) is not listed. ``digests`` maps a
-    file's relative path to the size and SHA-256 already taken (by :class:`ZipWriter`, as
-    it compressed the file); any other file is read once more here. ``listing``: the site's
-    files by relative path, in order, when the caller has just listed them.
+    The manifest itself (``MANIFEST_NAME`` at the root) is not listed.
     """
-    if listing is None:
-        listing = _site_listing(site)
-    files = []
-    total = 0
-    for relative, path in listing.items():
-        known = digests.get(relative) if digests is not None else None
-        size, sha256 = known if known is not None else _file_digest(path)
-        total += size
-        files.append({"path": relative, "size": size, "sha256": sha256})
-    manifest: dict[str, Any] = {
+    listing = _site_listing(site)
+    chunks = _manifest_chunks(site, listing, {}, trace=trace, version=version, extra=extra)
+    return "".join(chunks).encode("utf-8")
+
+
+def _write_manifest(
+    site: Path,
+    listing: list[str],
+    digests: dict[str, tuple[int, str]],
+    *,
+    trace: str,
+    version: str,
+    extra: Mapping[str, Any] | None,
+) -> None:
+    """Write ``site/manifest.json`` piece by piece (a list of ten thousand entries and its
+    text were a build's biggest allocation at its very end)."""
+    chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
+    with open(site / MANIFEST_NAME, "w", encoding="utf-8") as manifest:
+        manifest.writelines(chunks)
+
+
+def _manifest_chunks(
+    site: Path,
+    listing: list[str],
+    digests: dict[str, tuple[int, str]],
+    *,
+    trace: str,
+    version: str,
+    extra: Mapping[str, Any] | None,
+) -> Iterator[str]:
+    """The manifest's JSON text: the summary fields, then one line per file of ``listing``.
+
+    ``digests`` maps a file's relative path to the size and SHA-256 already taken (by
+    :class:`ZipWriter`, as it compressed the file); the other files are read here and
+    added to it.
+    """
+    for name in listing:
+        if name not in digests:
+            digests[name] = _file_digest(site / name)
+    summary: dict[str, Any] = {
         "generator": f"tlsite {version}",
         "trace": trace,
         "note": _MANIFEST_NOTE,
         **(extra or {}),
-        "file_count": len(files),
-        "total_size": total,
-        "files": files,
+        "file_count": len(listing),
+        "total_size": sum(digests[name][0] for name in listing),
     }
-    return (json.dumps(manifest, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    text = json.dumps(summary, indent=1, ensure_ascii=False)
+    yield text.removesuffix("\n}") + ',\n "files": [\n'
+    last = len(listing) - 1
+    for number, name in enumerate(listing):
+        size, sha256 = digests[name]
+        entry = json.dumps({"path": name, "size": size, "sha256": sha256}, ensure_ascii=False)
+        yield f"  {entry}{',' if number < last else ''}\n"
+    yield " ]\n}\n"
 
 
 def write_7z(site: Path, dest: Path, *, root: str | None = None) -> int:
@@ -231,11 +270,12 @@ class ZipWriter:
                 "tlsite.core.bundle:_zip_service", str(site), str(self._tmp)
             )
 
-    def add(self, path: Path) -> None:
+    def add(self, path: str | os.PathLike[str]) -> None:
         """Hand ``path`` (inside the site, final) to the worker."""
         if self._worker is not None:
+            name = os.path.relpath(path, self.site).replace(os.sep, "/")
             with contextlib.suppress(OSError):  # the worker is gone: finish() says why
-                self._worker.send(path.relative_to(self.site).as_posix())
+                self._worker.send(name)
 
     def finish(self, *, trace: str, version: str, extra: Mapping[str, Any] | None) -> int:
         """Complete the archive and return its size (raises what the worker met).
@@ -287,28 +327,28 @@ def _complete_zip(
     folder. The input log goes in last, only if the archive stays attachable with it
     (see :data:`RAW_LOG`); the manifest says when it was left out.
     """
-    on_disk = _site_listing(site)
+    listing = _site_listing(site)
+    on_disk = set(listing)
     if any(
-        name not in on_disk or on_disk[name].stat().st_size != size
+        name not in on_disk or os.stat(site / name).st_size != size
         for name, (size, _) in digests.items()
     ):
         digests.clear()
         mode = "w"
+    del on_disk
     with _open_zip(tmp, mode) as archive:
-        for name in on_disk:
+        for name in listing:
             _add_site_file(archive, site, name, digests)
+    del archive  # before the archive is opened again, below
     size = tmp.stat().st_size
-    raw = on_disk.get(RAW_LOG)
+    raw = site / RAW_LOG if RAW_LOG in listing else None
     keep_raw = raw is not None and size + compressed_estimate(raw) <= GITHUB_ATTACHMENT_LIMIT
     if raw is not None and not keep_raw:
         extra["left_out_of_zip"] = {
             RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
             "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
         }
-    manifest = manifest_json(
-        site, trace=trace, version=version, extra=extra, digests=digests, listing=on_disk
-    )
-    (site / MANIFEST_NAME).write_bytes(manifest)
+    _write_manifest(site, listing, digests, trace=trace, version=version, extra=extra)
     with _open_zip(tmp, "a") as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         if raw is not None and keep_raw:
@@ -329,7 +369,7 @@ def _add_site_file(
     """
     if name in digests or name == MANIFEST_NAME:
         return
-    path = site / name
+    path = os.path.join(site, name)  # text: a Path apiece would intern every name
     if name == RAW_LOG:
         digests[name] = _file_digest(path)
     else:
@@ -345,13 +385,15 @@ def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> 
     """
     digests: dict[str, tuple[int, str]] = {}
     failure = None
-    with _open_zip(Path(tmp), "w") as archive:
+    archive = _open_zip(Path(tmp), "w")
+    with archive:
         while isinstance(message := inbox.recv(), str):
             if failure is None:
                 try:
                     _add_site_file(archive, Path(site), message, digests)
                 except Exception as error:
                     failure = f"{message}: {error}"
+    del archive  # its entries: _complete_zip reads them again from the file
     if failure is None:
         try:
             _complete_zip(Path(site), Path(tmp), digests, "a", **message)

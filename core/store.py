@@ -100,10 +100,11 @@ class PayloadStore:
             self._decoded.move_to_end(ref.offset)
         return value
 
-    def copy_to(self, ref: PayloadRef, dest: Path) -> None:
+    def copy_to(self, ref: PayloadRef, dest: str | os.PathLike[str]) -> None:
         """Write the payload to ``dest`` (replacing what is there)."""
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(self.read_bytes(ref))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with open(dest, "wb") as target:
+            target.write(self.read_bytes(ref))
 
     def spill_path(self, name: str) -> Path:
         """A scratch file beside the pack (raw.jsonl and chromium events are spilled here)."""

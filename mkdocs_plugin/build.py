@@ -27,7 +27,7 @@ def build_report(
     site_name: str | None = None,
     on_page: Callable[[], None] | None = None,
     highlight_workers: int | None = None,
-    on_file: Callable[[Path], None] | None = None,
+    on_file: Callable[[str], None] | None = None,
     highlighter: Highlighter | None = None,
 ) -> TlsitePlugin:
     """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet).

@@ -86,19 +86,20 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         raw_log: Any = None,
         on_page: Callable[[], None] | None = None,
         highlight_workers: int | None = None,
-        on_file: Callable[[Path], None] | None = None,
+        on_file: Callable[[str], None] | None = None,
         highlighter: Highlighter | None = None,
     ) -> None:
-        """``on_page`` is called as each page is built; ``on_file`` with each file of the
-        report as soon as it is written for good (pages one step late: MkDocs writes a page
-        after its last event). ``highlighter``: one already at work on the trace's blocks
-        (see :func:`~tlsite.core.render.pages.highlight_ahead`); the plugin closes it."""
+        """``on_page`` is called as each page is built; ``on_file`` with the path of each
+        file of the report as soon as it is written for good (pages one step late: MkDocs
+        writes a page after its last event). ``highlighter``: one already at work on the
+        trace's blocks (see :func:`~tlsite.core.render.pages.highlight_ahead`); the plugin
+        closes it."""
         super().__init__()
         self._trace = trace
         self._raw_log = raw_log
         self._on_page = on_page
         self._on_file = on_file
-        self._last_page: Path | None = None
+        self._last_page: str | None = None
         self._highlight_workers = highlight_workers
         self.tree: SiteTree | None = None
         self._highlighter: Highlighter | None = highlighter
@@ -298,7 +299,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         """Insert the highlighted code (after the search plugin has indexed the page)."""
         if self._on_page is not None:
             self._on_page()
-        self._page_written(Path(page.file.abs_dest_path))
+        self._page_written(page.file.abs_dest_path)
         if isinstance(page, DeferredPage):
             page.release()  # written below
         generated = self._page_of_uri.pop(page.file.src_uri, None)  # written once
@@ -342,10 +343,10 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             raw_log = Path(self._trace_path())  # copied as it is
         written = CompatWriter(self.trace, out, raw_log=raw_log).write_all()
         if self._on_file is not None:
-            for path in written:
-                self._on_file(out / path)
+            for path in written:  # text: a Path apiece interned every file name
+                self._on_file(os.path.join(out, path))
 
-    def _page_written(self, page: Path | None) -> None:
+    def _page_written(self, page: str | None) -> None:
         """The previous page is on disk by now; ``page`` will be once MkDocs writes it."""
         if self._on_file is not None and self._last_page is not None:
             self._on_file(self._last_page)

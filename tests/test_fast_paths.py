@@ -177,7 +177,8 @@ def test_files_are_handed_to_the_bundle_only_once_final(tmp_path: Path) -> None:
     """The zip worker reads each file when ``on_file`` names it: it must not change after."""
     handed: dict[Path, bytes] = {}
 
-    def on_file(path: Path) -> None:
+    def on_file(name: str) -> None:
+        path = Path(name)
         assert path not in handed
         handed[path] = path.read_bytes()
 

@@ -9,6 +9,7 @@ self-contained HTML pages at the same paths, linking to the full report page.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,11 @@ def pretty_json(text: str) -> str:
     except ValueError:
         return text
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as dest:
+        dest.write(text)
 
 
 def unit_page_href(unit: CompileUnit, *, depth: int) -> str:
@@ -49,7 +55,7 @@ class CompatWriter:
             for artifact in unit.artifacts:
                 self._write_artifact(unit, artifact)
         for key, ref in self.trace.loose_payloads.items():
-            self.trace.store.copy_to(ref, self.out / "payloads" / f"{key}.txt")
+            self.trace.store.copy_to(ref, os.path.join(self.out, "payloads", f"{key}.txt"))
             self.written.append(f"payloads/{key}.txt")
         self._write_raw_jsonl()
         self._write_compile_directory()
@@ -68,21 +74,22 @@ class CompatWriter:
     def _write_artifact(self, unit: CompileUnit, artifact: Artifact) -> None:
         if artifact.path is None:
             return
-        dest = self.out / artifact.path
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        # paths as text: a Path apiece interned the name of every one of thousands of files
+        dest = os.path.join(self.out, artifact.path)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
         if artifact.body == BODY_PAYLOAD and artifact.payload is not None:
             self.trace.store.copy_to(artifact.payload, dest)
         elif artifact.body == BODY_PAYLOAD:
-            dest.write_text("", encoding="utf-8")
+            _write_text(dest, "")
         elif artifact.body == BODY_JSON:
             text = self.trace.read_payload(artifact.payload) if artifact.payload else ""
-            dest.write_text(pretty_json(text), encoding="utf-8")
+            _write_text(dest, pretty_json(text))
         elif artifact.body == BODY_PAGE:
-            dest.write_text(self._page(unit, artifact), encoding="utf-8")
+            _write_text(dest, self._page(unit, artifact))
         self.written.append(artifact.path)
         if artifact.readable_path:
             readable = self._readable_page(unit, artifact)
-            (self.out / artifact.readable_path).write_text(readable, encoding="utf-8")
+            _write_text(os.path.join(self.out, artifact.readable_path), readable)
             self.written.append(artifact.readable_path)
 
     @staticmethod
