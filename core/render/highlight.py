@@ -21,6 +21,7 @@ import hashlib
 import html
 import os
 import threading
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -172,21 +173,22 @@ class _HtmlPack:
 
 
 def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) -> None:
-    """Worker process: highlight each ``(key, block)`` it is sent into the pack file,
-    answering ``(key, offset, size, None)`` or ``(key, 0, 0, why)``, until its input ends."""
+    """Worker process: highlight each ``(number, block)`` it is sent into the pack file,
+    answering ``(number, offset, size, None)`` or ``(number, 0, 0, why)``, until its input
+    ends."""
     pack = _HtmlPack(Path(pack_path))
     try:
         while True:
             try:
-                key, block = inbox.recv()
+                number, block = inbox.recv()
             except EOFError:
                 return
             try:
                 offset, size = pack.add(block)
             except Exception as error:  # the build process renders it again, and raises
-                outbox.send((key, 0, 0, f"{type(error).__name__}: {error}"))
+                outbox.send((number, 0, 0, f"{type(error).__name__}: {error}"))
             else:
-                outbox.send((key, offset, size, None))
+                outbox.send((number, offset, size, None))
     finally:
         pack.close()
 
@@ -200,6 +202,11 @@ class Highlighter:
     A thread per worker collects its answers as they come (a worker whose answers nobody
     reads stops when their pipe is full); :meth:`html` waits for the block it needs. The
     HTML goes to pack files in ``cache_dir`` (one per worker), not into memory.
+
+    Each distinct block gets a number; where its HTML is lies in three arrays under that
+    number, and the block itself is kept only until a worker has rendered it (the one
+    dict is key -> number). A 1 GB trace has some 8,000 distinct blocks, and a dict entry,
+    tuple and two integers apiece were megabytes held to the end of the build.
     """
 
     def __init__(
@@ -211,7 +218,8 @@ class Highlighter:
         save."""
         self.cache_dir = cache_dir
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        self._blocks: dict[str, CodeBlock] = {}
+        self._numbers: dict[str, int] = {}  # block key -> number
+        self._blocks: list[CodeBlock | None] = []  # by number, until rendered
         count = workers
         if count is None:
             enough = code_bytes is None or code_bytes >= POOL_THRESHOLD
@@ -221,90 +229,110 @@ class Highlighter:
             WorkerProcess("tlsite.core.render.highlight:_highlight_service", pack) for pack in packs
         ]
         self._loads = [0] * count  # bytes of code sent to each worker
+        # pack files by index: the workers', then the one this process renders into
+        self._packs: list[str] = [*packs, str(cache_dir / "own.html")]
         # shared with the collector threads, under _answered
         self._answered = threading.Condition()
-        self._pending: dict[str, int] = {}  # sent to a worker, not answered yet
-        self._where: dict[str, tuple[str, int, int]] = {}  # rendered: pack, offset, size
+        self._pending: dict[int, int] = {}  # block number -> worker, not answered yet
+        # by block number: pack index (-1: not rendered), offset and size of its HTML
+        self._pack_of = array("b")
+        self._offset_of = array("q")
+        self._size_of = array("q")
         self._collectors = [
-            threading.Thread(target=self._collect, args=(n, pack), daemon=True)
-            for n, pack in enumerate(packs)
+            threading.Thread(target=self._collect, args=(n,), daemon=True) for n in range(count)
         ]
         for collector in self._collectors:
             collector.start()
         self._own_pack: _HtmlPack | None = None  # what this process renders itself
-        self._readers: dict[str, int] = {}  # pack path -> file descriptor
-        self._held: list[str] = []
+        self._readers: dict[int, int] = {}  # pack index -> file descriptor
+        self._held: list[int] = []
         self._started = False
 
     def submit(self, block: CodeBlock) -> str:
         """Queue ``block`` (once per distinct content) and return its key."""
         key = block.key
-        if key not in self._blocks:
-            self._blocks[key] = block
+        if key not in self._numbers:
+            number = self._numbers[key] = len(self._blocks)
+            self._blocks.append(block)
+            self._pack_of.append(-1)
+            self._offset_of.append(0)
+            self._size_of.append(0)
             if self._started:
-                self._send(key)
+                self._send(number)
             else:
-                self._held.append(key)
+                self._held.append(number)
         return key
 
     def start(self) -> None:
         """Send the held blocks, and from now on each block as it is submitted."""
         if not self._started:
             self._started = True
-            for key in self._held:
-                self._send(key)
+            for number in self._held:
+                self._send(number)
             self._held.clear()
 
-    def _send(self, key: str) -> None:
-        """Hand ``key`` to the worker with the least code so far (none: :meth:`html` does it)."""
+    def _send(self, number: int) -> None:
+        """Hand block ``number`` to the worker with the least code so far (none:
+        :meth:`html` renders it)."""
         if not self._workers:
             return
         least = self._loads.index(min(self._loads))
-        block = self._blocks[key]
+        block = self._blocks[number]
+        assert block is not None
         with self._answered:
-            self._pending[key] = least
+            self._pending[number] = least
         try:
-            self._workers[least].send((key, block))
+            self._workers[least].send((number, block))
         except OSError:  # a worker that died renders nothing: this process does it
             with self._answered:
-                self._pending.pop(key, None)
+                self._pending.pop(number, None)
             return
         self._loads[least] += block.size
 
-    def _collect(self, worker: int, pack: str) -> None:
+    def _collect(self, worker: int) -> None:
         """Collector thread: record each answer of ``worker`` until it ends (a failure, or
         a block it never answered, is rendered again by :meth:`html`)."""
         while True:
             try:
-                key, offset, size, failure = self._workers[worker].receive()
+                number, offset, size, failure = self._workers[worker].receive()
             except (EOFError, OSError):  # gone, or closed: the rest is rendered here
                 with self._answered:
-                    for other in [k for k, w in self._pending.items() if w == worker]:
+                    for other in [n for n, w in self._pending.items() if w == worker]:
                         del self._pending[other]
                     self._answered.notify_all()
                 return
             with self._answered:
-                self._pending.pop(key, None)
+                self._pending.pop(number, None)
                 if failure is None:
-                    self._where[key] = (pack, offset, size)
+                    self._rendered(number, worker, offset, size)
                 self._answered.notify_all()
+
+    def _rendered(self, number: int, pack: int, offset: int, size: int) -> None:
+        self._pack_of[number] = pack
+        self._offset_of[number] = offset
+        self._size_of[number] = size
+        self._blocks[number] = None  # not needed again
 
     def html(self, key: str, block_id: str) -> str:
         """The block's HTML with its per-page id (highlighting it now if no worker did)."""
         self.start()
+        number = self._numbers[key]
         with self._answered:
-            self._answered.wait_for(lambda: key not in self._pending)
-            where = self._where.get(key)
-        if where is None:
+            self._answered.wait_for(lambda: number not in self._pending)
+            pack = self._pack_of[number]
+        if pack < 0:
+            block = self._blocks[number]
+            assert block is not None
             if self._own_pack is None:
-                self._own_pack = _HtmlPack(self.cache_dir / "own.html")
-            offset, size = self._own_pack.add(self._blocks[key])
-            where = self._where[key] = (self._own_pack.path, offset, size)
-        path, offset, size = where
-        descriptor = self._readers.get(path)
+                self._own_pack = _HtmlPack(Path(self._packs[-1]))
+            offset, size = self._own_pack.add(block)
+            pack = len(self._packs) - 1
+            self._rendered(number, pack, offset, size)
+        descriptor = self._readers.get(pack)
         if descriptor is None:
-            descriptor = self._readers[path] = os.open(path, os.O_RDONLY)
-        return os.pread(descriptor, size, offset).decode("utf-8").replace(BLOCK_ID, block_id)
+            descriptor = self._readers[pack] = os.open(self._packs[pack], os.O_RDONLY)
+        html = os.pread(descriptor, self._size_of[number], self._offset_of[number])
+        return html.decode("utf-8").replace(BLOCK_ID, block_id)
 
     def close(self) -> None:
         """Stop the workers: at once if blocks are still being rendered (the build failed
