@@ -193,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(usage, EXIT_USAGE)
     if args.command in ("publish", "markdown") and not args.path:
         parser.error(f"tlsite {args.command}: give the trace PATH")
+    from tlsite.core.allocator import return_big_blocks_on_free
+
+    return_big_blocks_on_free()  # this process only: a command `tlsite run` runs is untouched
     if args.command == "build":
         return _build_command(args)
     if args.command == "publish":
