@@ -35,7 +35,14 @@ from tlsite.core.model import Trace
 from tlsite.core.redact import MODES, Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
-from tlsite.core.render.pages import PLACEHOLDER_PATTERN, Page, SiteTree, render_tree
+from tlsite.core.render.pages import (
+    PLACEHOLDER_PATTERN,
+    Page,
+    SiteTree,
+    dump_blocks,
+    load_blocks,
+    render_tree,
+)
 from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef
 
@@ -103,7 +110,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._highlight_workers = highlight_workers
         self.tree: SiteTree | None = None
         self._highlighter: Highlighter | None = highlighter
-        self._page_of_uri: dict[str, Page] = {}
+        self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is written
         self._search_index: SpilledSearchIndex | None = None
         self._config_dir = ""
         self._embedded = False
@@ -207,6 +214,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         highlighter = self._highlighter
         nav_titles = _nav_titles(tree.nav)
         store = self.trace.store
+        report_uris: set[str] = set()
         for page in tree.pages:
             uri = f"{self.prefix}{page.path}"
             existing = files.get_file_from_path(uri)
@@ -221,10 +229,12 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             if body is not None:  # MkDocs keeps a page a plugin sets (with the nav's title)
                 DeferredPage(nav_titles.get(uri), generated, config, body=body, store=store)
             files.append(generated)
-            self._page_of_uri[uri] = page
+            report_uris.add(uri)
             for block in page.blocks.values():
                 if isinstance(block, CodeBlock):
                     highlighter.submit(block)
+            if page.blocks:
+                self._blocks_of_uri[uri] = store.put(dump_blocks(page.blocks))
         highlighter.start()
         if self._embedded:
             for asset in sorted((THEME_DIR / ASSET_DIR).iterdir()):
@@ -241,7 +251,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             own = [
                 f.src_uri
                 for f in files.documentation_pages()
-                if f.src_uri not in self._page_of_uri and f.inclusion.is_in_nav()
+                if f.src_uri not in report_uris and f.inclusion.is_in_nav()
             ]
             config.nav = [*nest_paths(own), *self._report_nav(wrap=bool(own))]
         if not self._embedded:
@@ -252,12 +262,12 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         """Forget what the pages and tlparse files were made from, now that they are made.
 
         A site of its own only: an embedding site writes the tlparse files after the build.
-        Each page's blocks stay (in ``_page_of_uri``) until the page is written; the trace
-        keeps its statistics and store. At 1 GB of trace this was ~10 MB held for the
-        whole of page writing.
+        Each page's blocks wait in the store until the page is written; the trace keeps its
+        statistics and store. At 1 GB of trace this was ~10 MB held for the whole of page
+        writing.
         """
         assert self.tree is not None
-        self.tree.pages = []  # each lives on in _page_of_uri until it is written
+        self.tree.pages = []
         self.trace.release_units()
         self.trace.store.forget_index()
 
@@ -302,11 +312,11 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._page_written(page.file.abs_dest_path)
         if isinstance(page, DeferredPage):
             page.release()  # written below
-        generated = self._page_of_uri.pop(page.file.src_uri, None)  # written once
-        if generated is None or not generated.blocks or self._highlighter is None:
+        blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # written once
+        if blocks_ref is None or self._highlighter is None:
             return add_csp(output, page=page, config=config)
         highlighter = self._highlighter
-        blocks = generated.blocks
+        blocks = load_blocks(self.trace.store.read(blocks_ref))
 
         def insert(match: re.Match[str]) -> str:
             token = match.group(1)

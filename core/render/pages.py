@@ -11,7 +11,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from markupsafe import Markup
@@ -91,6 +91,24 @@ class Page:
                 content = fence(code, effective_lang(code, block.lang))
             text = text.replace(CODE_PLACEHOLDER.format(token=token), content)
         return text
+
+
+def dump_blocks(blocks: dict[str, CodeBlock | HtmlBlock]) -> str:
+    """A page's blocks as JSON text (see :func:`load_blocks`): a site build keeps them in the
+    payload store until the page is written, not as thousands of objects in memory."""
+    rows = [
+        [token, "code" if isinstance(block, CodeBlock) else "html", *astuple(block)]
+        for token, block in blocks.items()
+    ]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_blocks(text: str) -> dict[str, CodeBlock | HtmlBlock]:
+    """The blocks :func:`dump_blocks` wrote."""
+    blocks: dict[str, CodeBlock | HtmlBlock] = {}
+    for token, kind, *fields in json.loads(text):
+        blocks[token] = CodeBlock(*fields) if kind == "code" else HtmlBlock(*fields)
+    return blocks
 
 
 @dataclass
