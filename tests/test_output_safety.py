@@ -326,7 +326,7 @@ def test_a_build_failing_in_the_bundle_leaves_the_old_report_and_bundle(
 ) -> None:
     import tlsite.core.bundle as bundle
 
-    def failing(archive: Any, path: Path, name: str) -> tuple[int, str]:
+    def failing(archive: Any, path: Path, name: str) -> bundle.Digest:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(bundle, "_add_to_zip", failing)
