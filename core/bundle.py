@@ -142,22 +142,6 @@ def manifest_json(
     return "".join(chunks).encode("utf-8")
 
 
-def _write_manifest(
-    site: Path,
-    listing: list[str],
-    digests: dict[str, Digest],
-    *,
-    trace: str,
-    version: str,
-    extra: Mapping[str, Any] | None,
-) -> None:
-    """Write ``site/manifest.json`` piece by piece (a list of ten thousand entries and its
-    text were a build's biggest allocation at its very end)."""
-    chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
-    with open(site / MANIFEST_NAME, "w", encoding="utf-8") as manifest:
-        manifest.writelines(chunks)
-
-
 def _manifest_chunks(
     site: Path,
     listing: list[str],
@@ -366,7 +350,11 @@ def _complete_zip(
             RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
             "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
         }
-    _write_manifest(site, listing, digests, trace=trace, version=version, extra=extra)
+    chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
+    # written piece by piece: a list of ten thousand entries and its text were a build's
+    # biggest allocation at its very end
+    with open(site / MANIFEST_NAME, "w", encoding="utf-8") as manifest:
+        manifest.writelines(chunks)
     with _open_zip(tmp, "a") as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         if raw is not None and keep_raw:
