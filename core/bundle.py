@@ -159,7 +159,7 @@ def _manifest_chunks(
     """
     for name in listing:
         if name not in digests:
-            digests[name] = _file_digest(site / name)
+            digests[name] = _file_digest(os.path.join(site, name))
     summary: dict[str, Any] = {
         "generator": f"tlsite {version}",
         "trace": trace,
@@ -172,9 +172,9 @@ def _manifest_chunks(
     yield text.removesuffix("\n}") + ',\n "files": [\n'
     last = len(listing) - 1
     for number, name in enumerate(listing):
-        size, sha256 = digests[name].size, digests[name].sha256
-        entry = json.dumps({"path": name, "size": size, "sha256": sha256}, ensure_ascii=False)
-        yield f"  {entry}{',' if number < last else ''}\n"
+        digest = digests[name]
+        fields = {"path": name, "size": digest.size, "sha256": digest.sha256}
+        yield f"  {json.dumps(fields, ensure_ascii=False)}{',' if number < last else ''}\n"
     yield " ]\n}\n"
 
 
@@ -332,7 +332,7 @@ def _complete_zip(
     listing = _site_listing(site)
     on_disk = set(listing)
     if any(
-        name not in on_disk or os.stat(site / name).st_size != digest.size
+        name not in on_disk or os.stat(os.path.join(site, name)).st_size != digest.size
         for name, digest in digests.items()
     ):
         digests.clear()

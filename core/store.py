@@ -101,8 +101,7 @@ class PayloadStore:
         return value
 
     def copy_to(self, ref: PayloadRef, dest: str | os.PathLike[str]) -> None:
-        """Write the payload to ``dest`` (replacing what is there)."""
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        """Write the payload to ``dest`` (replacing what is there; its folder exists)."""
         with open(dest, "wb") as target:
             target.write(self.read_bytes(ref))
 

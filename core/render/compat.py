@@ -54,6 +54,8 @@ class CompatWriter:
         for unit in self.trace.units.values():
             for artifact in unit.artifacts:
                 self._write_artifact(unit, artifact)
+        if self.trace.loose_payloads:
+            os.makedirs(os.path.join(self.out, "payloads"), exist_ok=True)
         for key, ref in self.trace.loose_payloads.items():
             self.trace.store.copy_to(ref, os.path.join(self.out, "payloads", f"{key}.txt"))
             self.written.append(f"payloads/{key}.txt")

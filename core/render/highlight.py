@@ -153,8 +153,7 @@ class _HtmlPack:
     not one per block (a big trace has thousands of blocks; creating and deleting a file
     each cost seconds)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
+    def __init__(self, path: str) -> None:
         self._file = open(path, "ab")  # noqa: SIM115
         self._size = self._file.seek(0, os.SEEK_END)
 
@@ -176,7 +175,7 @@ def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) ->
     """Worker process: highlight each ``(number, block)`` it is sent into the pack file,
     answering ``(number, offset, size, None)`` or ``(number, 0, 0, why)``, until its input
     ends."""
-    pack = _HtmlPack(Path(pack_path))
+    pack = _HtmlPack(pack_path)
     try:
         while True:
             try:
@@ -324,7 +323,7 @@ class Highlighter:
             block = self._blocks[number]
             assert block is not None
             if self._own_pack is None:
-                self._own_pack = _HtmlPack(Path(self._packs[-1]))
+                self._own_pack = _HtmlPack(self._packs[-1])
             offset, size = self._own_pack.add(block)
             pack = len(self._packs) - 1
             self._rendered(number, pack, offset, size)
