@@ -39,7 +39,6 @@ class DeferredPage(Page):
         self._body: PayloadRef | None = body
         self._store = store
         self._files: Files | None = None
-        self._anchor_level = logging.INFO
 
     def render(self, config: MkDocsConfig, files: Files) -> None:
         """MkDocs' conversion of every page at once: nothing yet (see :meth:`convert`)."""
@@ -56,10 +55,9 @@ class DeferredPage(Page):
         assert self._files is not None, "MkDocs renders every page before it writes any"
         self.markdown = self._store.read(self._body)
         self._body = None
-        self._anchor_level = config.validation.links.anchors
         super().render(config, self._files)
 
-    def release(self) -> None:
+    def release(self, config: MkDocsConfig) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).
 
         ``markdown`` becomes "" rather than None: MkDocs' ``Page.title`` is None for None.
@@ -68,5 +66,5 @@ class DeferredPage(Page):
         build ends, they were a kilobyte or more per page.
         """
         self.content, self.markdown, self.toc = None, "", get_toc([])
-        if not _ANCHOR_LOG.isEnabledFor(self._anchor_level):
+        if not _ANCHOR_LOG.isEnabledFor(config.validation.links.anchors):
             self.present_anchor_ids, self.links_to_anchors = None, {}

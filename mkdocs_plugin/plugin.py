@@ -311,7 +311,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             self._on_page()
         self._page_written(page.file.abs_dest_path)
         if isinstance(page, DeferredPage):
-            page.release()  # written below
+            page.release(config)  # written below
         blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # written once
         if blocks_ref is None or self._highlighter is None:
             return add_csp(output, page=page, config=config)
