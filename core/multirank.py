@@ -27,7 +27,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -435,16 +435,6 @@ def _run_task(task: _Task) -> RankSummary:
         trace.close()
 
 
-def _portable(source: LogSource) -> LogSource:
-    """A copy of ``source`` that pickles: the temporary folder a 7z member or buffered stdin
-    lives in is kept alive by the parent (it holds the ResolvedInput), not by the worker."""
-    opener = source.opener
-    if getattr(opener, "keep_alive", None) is not None:
-        opener = replace(opener, keep_alive=None)  # type: ignore[type-var]
-        return replace(source, opener=opener)
-    return source
-
-
 def empty_rank_logs(resolved: ResolvedInput) -> dict[int, str]:
     """Rank logs the resolver skipped for being empty: rank → name.
 
@@ -490,7 +480,7 @@ def load_ranks(
     tasks = []
     for index, log in enumerate(resolved.logs):
         rank = log.rank if log.rank is not None else index
-        tasks.append(_Task(rank, _portable(log), str(work), export_mode, per_rank))
+        tasks.append(_Task(rank, log.portable(), str(work), export_mode, per_rank))
     summaries: list[RankSummary] = []
     known = {task.rank for task in tasks}
     empties = {r: name for r, name in empty_rank_logs(resolved).items() if r not in known}

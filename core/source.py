@@ -36,7 +36,7 @@ import weakref
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -102,6 +102,15 @@ class LogSource:
         with self.open() as stream:
             while chunk := stream.read(size):
                 yield chunk
+
+    def portable(self) -> LogSource:
+        """A copy that pickles, for a worker process to read: the temporary folder a 7z
+        member or buffered stdin lives in is kept alive by this process (which holds the
+        ResolvedInput), not by the worker."""
+        opener = self.opener
+        if getattr(opener, "keep_alive", None) is not None:
+            return replace(self, opener=replace(opener, keep_alive=None))  # type: ignore[type-var]
+        return self
 
     @property
     def plain_path(self) -> str | None:

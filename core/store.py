@@ -33,8 +33,10 @@ class PayloadRef(NamedTuple):
 class PayloadStore:
     """Payloads appended to ``<root>/payloads.pack``, indexed by the MD5 of their bytes."""
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
-        self._owned = root is None
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, owned: bool = False) -> None:
+        """``root``: the store's folder (default: a new temporary one, removed by
+        :meth:`close`); ``owned``: remove a given ``root`` on close too."""
+        self._owned = root is None or owned
         self.root = Path(tempfile.mkdtemp(prefix="tlsite-store-") if root is None else root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.pack_path = self.root / "payloads.pack"
