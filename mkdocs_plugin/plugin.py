@@ -28,26 +28,19 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import nest_paths
-from mkdocs.utils.meta import YAML_RE
 
 from tlsite.core import ResolvedInput, load_source, resolve_input, select_log
 from tlsite.core.model import Trace
 from tlsite.core.redact import MODES, Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
-from tlsite.core.render.pages import (
-    PLACEHOLDER_PATTERN,
-    Page,
-    SiteTree,
-    dump_blocks,
-    load_blocks,
-    render_tree,
-)
+from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
 from tlsite.core.render.templating import bytecode_cache
-from tlsite.core.store import PayloadRef
+from tlsite.core.store import PayloadRef, PayloadStore
 
 from .csp import add_csp, add_csp_to_template
 from .deferred_page import DeferredPage
+from .prepared import PreparedReport, prepare_report
 from .search_spill import SpilledSearchIndex
 from .site_config import ASSET_DIR, EXTRA_CSS, EXTRA_JS, THEME_DIR
 
@@ -95,20 +88,22 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         highlight_workers: int | None = None,
         on_file: Callable[[str], None] | None = None,
         highlighter: Highlighter | None = None,
+        prepared: PreparedReport | None = None,
     ) -> None:
         """``on_page`` is called as each page is built; ``on_file`` with the path of each
         file of the report as soon as it is written for good (pages one step late: MkDocs
         writes a page after its last event). ``highlighter``: one already at work on the
         trace's blocks (see :func:`~tlsite.core.render.pages.highlight_ahead`); the plugin
-        closes it."""
+        closes it. ``prepared``: the report made ready in a helper process, instead of a
+        ``trace`` (see :mod:`.prepare_process`; a site of its own only)."""
         super().__init__()
         self._trace = trace
+        self._prepared = prepared
         self._raw_log = raw_log
         self._on_page = on_page
         self._on_file = on_file
         self._last_page: str | None = None
         self._highlight_workers = highlight_workers
-        self.tree: SiteTree | None = None
         self._highlighter: Highlighter | None = highlighter
         self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is written
         self._search_index: SpilledSearchIndex | None = None
@@ -178,64 +173,69 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
                 config.nav = [*config.nav, *self._report_nav(wrap=bool(config.nav))]
         return config
 
-    def _render_tree(self) -> SiteTree:
-        """The report's Markdown pages, rendered the first time they are needed."""
-        if self.tree is None:
-            self.tree = render_tree(self.trace, prefix=self.prefix)
-        return self.tree
+    def _prepare(self) -> PreparedReport:
+        """The report's pages, rendered into the store the first time they are needed."""
+        if self._prepared is None:
+            self._prepared = prepare_report(
+                self.trace, prefix=self.prefix, defer_bodies=self._defer_bodies()
+            )
+        return self._prepared
+
+    def _defer_bodies(self) -> bool:
+        """Convert each page only when it is written (see :class:`DeferredPage`): in a site
+        of its own; an embedding site's plugins may read any page's Markdown at any time."""
+        return not self._embedded
+
+    @property
+    def _store(self) -> PayloadStore:
+        store = self._prepare().store
+        assert store is not None, "a prepared report comes with its store opened"
+        return store
 
     def _report_nav(self, *, wrap: bool) -> list[Any]:
         """The report's navigation, as one section when the site has other pages."""
-        tree = self._render_tree()
+        nav = self._prepare().nav
         if wrap or self.prefix:
-            return [{self.config.section: tree.nav}]
-        return list(tree.nav)
+            return [{self.config.section: nav}]
+        return list(nav)
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         if not self._embedded:
             # first, so that a zip bundle written meanwhile has them to compress at once
-            self._write_compat(config)
+            self._place_compat(config)
             self._spill_search_index(config)
-        tree = self._render_tree()
-        # start highlighting every code block now, in worker processes, while MkDocs works
-        self.trace.store.flush()  # the workers read code from the store's pack file
+        report = self._prepare()
+        store = self._store
         if self._highlighter is None:
-            code_bytes = sum(
-                block.size
-                for page in tree.pages
-                for block in page.blocks.values()
-                if isinstance(block, CodeBlock)
-            )
             self._highlighter = Highlighter(
-                self.trace.store.spill_path("highlight"),
+                store.spill_path("highlight"),
                 workers=self._highlight_workers,
-                code_bytes=code_bytes,
+                code_bytes=report.code_bytes,
             )
+        # start highlighting every code block now, in worker processes, while MkDocs works
         highlighter = self._highlighter
-        nav_titles = _nav_titles(tree.nav)
-        store = self.trace.store
+        for block in report.code_blocks:
+            highlighter.submit(block)
+        highlighter.start()
+        report.code_blocks = []
+        nav_titles = _nav_titles(report.nav)
         report_uris: set[str] = set()
-        for page in tree.pages:
+        for page in report.pages:
             uri = f"{self.prefix}{page.path}"
             existing = files.get_file_from_path(uri)
             if existing is not None:
                 files.remove(existing)
             # pages reached from index tables, not the nav, are meant to be outside it
             inclusion = InclusionLevel.UNDEFINED if uri in nav_titles else InclusionLevel.NOT_IN_NAV
-            content, body = (page.markdown, None) if self._embedded else self._defer_body(page)
-            generated = File.generated(config, uri, content=content, inclusion=inclusion)
+            generated = File.generated(config, uri, content=page.head, inclusion=inclusion)
             # page.html, not page/index.html: raw-HTML links and the tlparse files expect it
             generated.use_directory_urls = False
-            if body is not None:  # MkDocs keeps a page a plugin sets (with the nav's title)
-                DeferredPage(nav_titles.get(uri), generated, config, body=body, store=store)
+            if page.body is not None:  # MkDocs keeps a page a plugin sets (with the nav's title)
+                DeferredPage(nav_titles.get(uri), generated, config, body=page.body, store=store)
             files.append(generated)
             report_uris.add(uri)
-            for block in page.blocks.values():
-                if isinstance(block, CodeBlock):
-                    highlighter.submit(block)
-            if page.blocks:
-                self._blocks_of_uri[uri] = store.put(dump_blocks(page.blocks))
-        highlighter.start()
+            if page.blocks is not None:
+                self._blocks_of_uri[uri] = page.blocks
         if self._embedded:
             for asset in sorted((THEME_DIR / ASSET_DIR).iterdir()):
                 uri = f"{ASSET_DIR}/{asset.name}"
@@ -262,14 +262,15 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         """Forget what the pages and tlparse files were made from, now that they are made.
 
         A site of its own only: an embedding site writes the tlparse files after the build.
-        Each page's blocks wait in the store until the page is written; the trace keeps its
-        statistics and store. At 1 GB of trace this was ~10 MB held for the whole of page
-        writing.
+        Each page's body and blocks wait in the store until the page is written; the trace
+        keeps its statistics and store. At 1 GB of trace this was ~10 MB held for the whole
+        of page writing.
         """
-        assert self.tree is not None
-        self.tree.pages = []
-        self.trace.release_units()
-        self.trace.store.forget_index()
+        assert self._prepared is not None
+        self._prepared.pages = []
+        if self._trace is not None:
+            self._trace.release_units()
+            self._trace.store.forget_index()
 
     def _spill_search_index(self, config: MkDocsConfig) -> None:
         """Keep the search entries on disk until the index is written (a site of its own:
@@ -277,7 +278,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         search = config.plugins.get("material/search")
         index = getattr(search, "search_index", None)
         if type(index) is SearchIndex:
-            spill = self.trace.store.spill_path("search")
+            spill = self._store.spill_path("search")
             self._search_index = SpilledSearchIndex(spill, **index.config)
             search.search_index = self._search_index  # type: ignore[union-attr]
 
@@ -285,19 +286,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if not self._embedded:
             env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
         return env
-
-    def _defer_body(self, page: Page) -> tuple[str, PayloadRef | None]:
-        """The page's front matter for MkDocs, its Markdown body put in the payload store.
-
-        Only in a report site of its own (see :class:`DeferredPage`): an embedding site's
-        plugins may read any page's Markdown or HTML at any time.
-        """
-        front_matter = YAML_RE.match(page.markdown)
-        if front_matter is None:  # every report page has one; converted as usual otherwise
-            return page.markdown, None
-        body = page.markdown[front_matter.end() :].lstrip("\n")  # what MkDocs would keep
-        page.markdown = ""  # the tree's copy
-        return front_matter.group(0), self.trace.store.put(body)
 
     @event_priority(100)  # first: the search plugin indexes the page's HTML and headings
     def on_page_context(self, context: Any, /, *, page: Any, config: MkDocsConfig, nav: Any) -> Any:
@@ -316,7 +304,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if blocks_ref is None or self._highlighter is None:
             return add_csp(output, page=page, config=config)
         highlighter = self._highlighter
-        blocks = load_blocks(self.trace.store.read(blocks_ref))
+        blocks = load_blocks(self._store.read(blocks_ref))
 
         def insert(match: re.Match[str]) -> str:
             token = match.group(1)
@@ -345,6 +333,20 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             self._write_compat(config)
         self._release()
 
+    def _place_compat(self, config: MkDocsConfig) -> None:
+        """Put the tlparse-compatible files into the site: written by the process that read
+        the trace (moved in), or written now."""
+        report = self._prepared
+        if report is None or report.files_dir is None:
+            self._write_compat(config)
+            return
+        out = os.path.join(config.site_dir, self.prefix)
+        os.makedirs(out, exist_ok=True)
+        for name in os.listdir(report.files_dir):
+            os.replace(os.path.join(report.files_dir, name), os.path.join(out, name))
+        self._files_written(out, report.files)
+        report.files = []
+
     def _write_compat(self, config: MkDocsConfig) -> None:
         """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
         out = Path(config.site_dir) / self.prefix
@@ -352,6 +354,9 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if raw_log is None and self.config.trace and os.path.isfile(self._trace_path()):
             raw_log = Path(self._trace_path())  # copied as it is
         written = CompatWriter(self.trace, out, raw_log=raw_log).write_all()
+        self._files_written(str(out), written)
+
+    def _files_written(self, out: str, written: list[str]) -> None:
         if self._on_file is not None:
             for path in written:  # text: a Path apiece interned every file name
                 self._on_file(os.path.join(out, path))

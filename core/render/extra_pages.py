@@ -481,15 +481,15 @@ def extend_tree(renderer: ReportRenderer, tree: SiteTree) -> None:
     """
     p = renderer.prefix
     export, export_nav = export_pages(renderer)
-    tree.pages.extend(export)
+    tree.extend(export)
     tree.nav[:0] = export_nav
     index = provenance_index(renderer)
     if index is None:
         return
-    tree.pages.append(index)
+    tree.add(index)
     entries: list[Any] = []
     for pages, nav in _per_unit(renderer):
-        tree.pages.extend(pages)
+        tree.extend(pages)
         entries.extend(nav)
     section: list[Any] = [{"All compile ids": p + PROVENANCE_INDEX}]
     if len(entries) <= MAX_NAV_ENTRIES:

@@ -1,0 +1,115 @@
+"""A report made ready for MkDocs: what the site build needs of a trace, and no more.
+
+A :class:`PreparedReport` is the trace's pages with their Markdown bodies and code blocks
+parked in the payload store, the navigation, the distinct code blocks to highlight, and the
+tlparse-compatible files already written. It is small (a few hundred bytes per page) and
+picklable, so that a big trace can be read and prepared in a helper process
+(:mod:`.prepare_process`) whose memory, fragmented by the reading, goes back to the system
+with it: the build process then starts MkDocs on a clean heap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mkdocs.utils.meta import YAML_RE
+
+from tlsite.core.model import Trace
+from tlsite.core.render.highlight import CodeBlock
+from tlsite.core.render.pages import Page, dump_blocks, render_tree
+from tlsite.core.stats import ParseStats
+from tlsite.core.store import PayloadRef, PayloadStore
+
+
+@dataclass(slots=True)
+class PreparedPage:
+    """One page: the Markdown MkDocs reads at once, and where the rest waits in the store."""
+
+    path: str  # relative to the report's root, e.g. "-_0_0_0/index.md"
+    head: str  # the front matter (the whole page when its body is not deferred)
+    body: PayloadRef | None  # the Markdown after the front matter (see DeferredPage)
+    blocks: PayloadRef | None  # the page's code and HTML blocks (see dump_blocks)
+
+
+@dataclass
+class PreparedReport:
+    """Everything a site build needs of one trace (see the module docstring)."""
+
+    source: str
+    stats: ParseStats
+    nav: list[Any]
+    pages: list[PreparedPage]
+    #: each distinct code block once, in the order the pages show them
+    code_blocks: list[CodeBlock]
+    code_bytes: int  # the code of every block of every page (repeats included)
+    store_root: str
+    #: the tlparse files (relative paths) already written into ``files_dir``, if any: the
+    #: site build moves them into the site
+    files: list[str] = field(default_factory=list)
+    files_dir: str | None = None
+    store: PayloadStore | None = field(default=None, repr=False, compare=False)
+
+    def close(self) -> None:
+        """Close the store (which removes its folder if this process owns it)."""
+        if self.store is not None:
+            self.store.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the store: the receiving process opens the store's folder anew."""
+        state = dict(self.__dict__)
+        state["store"] = None
+        return state
+
+
+def split_front_matter(markdown: str) -> tuple[str, str] | None:
+    """``(front matter, body)`` as MkDocs would read the page, or None without front matter."""
+    front_matter = YAML_RE.match(markdown)
+    if front_matter is None:
+        return None
+    return front_matter.group(0), markdown[front_matter.end() :].lstrip("\n")
+
+
+def prepare_report(trace: Trace, *, prefix: str = "", defer_bodies: bool = True) -> PreparedReport:
+    """Render ``trace``'s pages into its store.
+
+    ``defer_bodies``: keep each page's body in the store for a :class:`DeferredPage`;
+    without it (a site that embeds the report, whose plugins may read any page's Markdown
+    at any time), a page's head is the whole page.
+    """
+    store = trace.store
+    report = PreparedReport(
+        source=trace.source,
+        stats=trace.stats,
+        nav=[],
+        pages=[],
+        code_blocks=[],
+        code_bytes=0,
+        store_root=str(store.root),
+        store=store,
+    )
+    seen: set[str] = set()
+
+    def park(page: Page) -> None:
+        report.pages.append(_park(page, store, defer_body=defer_bodies))
+        for block in page.blocks.values():
+            if isinstance(block, CodeBlock):
+                report.code_bytes += block.size
+                if (key := block.key) not in seen:
+                    seen.add(key)
+                    report.code_blocks.append(block)
+
+    report.nav = render_tree(trace, prefix=prefix, sink=park).nav
+    store.flush()  # highlight workers read the code from the pack file
+    return report
+
+
+def _park(page: Page, store: PayloadStore, *, defer_body: bool) -> PreparedPage:
+    """The page with its body (if deferred) and blocks put in the store."""
+    head, body = page.markdown, None
+    parts = split_front_matter(page.markdown) if defer_body else None
+    if parts is not None:  # every report page has front matter; converted whole otherwise
+        head, text = parts
+        body = store.put(text)
+    blocks = store.put(dump_blocks(page.blocks)) if page.blocks else None
+    return PreparedPage(page.path, head, body, blocks)
