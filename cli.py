@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from tlsite.core import LogSource, ResolvedInput, Trace
     from tlsite.core.redact import Redactor
     from tlsite.core.render.highlight import Highlighter
+    from tlsite.mkdocs_plugin.prepared import PreparedReport
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 #: From this trace size on, the zip bundle is compressed during the build by a worker
@@ -420,7 +421,7 @@ def build(
     and the bundle is made from the redacted text. A folder of rank logs (and no ``rank``)
     gives one site for all ranks, ``jobs`` ranks read at a time (``all_ranks``: even one).
     """
-    from tlsite.core import resolve_input, select_log
+    from tlsite.core import Trace, resolve_input, select_log
     from tlsite.core.redact import redacted_source, redaction_note, redaction_summary
     from tlsite.mkdocs_plugin.build import build_report
 
@@ -444,32 +445,45 @@ def build(
                 redactor=redactor,
             )
         log = select_log(resolved, rank, path)
+        notes = list(resolved.notes)
         if redactor is not None:
             log = redacted_source(log, redactor)
-        bar.stage(f"Reading {log.display_name}", log.size_hint)
-        trace, highlighter = _read_log(log, export_mode=export_mode, on_bytes=bar.advance)
-        if redactor is None:
-            trace.notes.extend(resolved.notes)
-        else:
-            trace.notes.extend(redactor.text(note) for note in resolved.notes)
-            trace.notes.append(redaction_note(redactor))
+            notes = [redactor.text(note) for note in notes]
         fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
-        extra = {} if redactor is None else {"redaction": redaction_summary(redactor)}
         raw_log = Path(log.plain_path) if log.plain_path else log.chunks
+        made: list[Trace | PreparedReport] = []
 
         def make_site(
             site: Path, on_file: Callable[[str], None] | None
         ) -> tuple[str, dict[str, Any]]:
-            bar.stage("Writing pages")
-            build_report(
-                trace,
-                site,
-                raw_log=raw_log,
-                on_page=bar.advance,
-                on_file=on_file,
-                highlighter=highlighter,
+            bar.stage(f"Reading {log.display_name}", log.size_hint)
+            report, highlighter = _read_log(
+                log,
+                export_mode=export_mode,
+                on_bytes=bar.advance,
+                notes=notes,
+                files_dir=site.with_name(f"{site.name}.tlparse"),
+                in_helper=redactor is None,  # the redactor counts what it replaces here
             )
-            return trace.source, extra
+            made.append(report)
+            extra = {}
+            if redactor is not None and isinstance(report, Trace):
+                report.notes.append(redaction_note(redactor))
+                extra["redaction"] = redaction_summary(redactor)
+            bar.stage("Writing pages")
+            try:
+                build_report(
+                    report,
+                    site,
+                    raw_log=raw_log,
+                    on_page=bar.advance,
+                    on_file=on_file,
+                    highlighter=highlighter,
+                )
+            finally:
+                if highlighter is not None:
+                    highlighter.close()
+            return report.source, extra
 
         try:
             archive, size = _build_in_staging(
@@ -480,45 +494,64 @@ def build(
                 zip_while_building=(log.size_hint or 0) >= ZIP_WHILE_BUILDING_MIN_BYTES,
             )
         finally:
-            if highlighter is not None:
-                highlighter.close()
-            trace.close()
+            for report in made:
+                report.close()
+        stats = made[0].stats
     return BuildOutcome(
         site=out,
         bundle=archive,
         bundle_size=size,
         seconds=time.perf_counter() - started,
-        summary=trace.stats.summary(),
-        clean=trace.stats.is_clean,
+        summary=stats.summary(),
+        clean=stats.is_clean,
         bundle_format=fmt,
     )
 
 
 def _read_log(
-    log: LogSource, *, export_mode: bool | None, on_bytes: Callable[[int], None]
-) -> tuple[Trace, Highlighter | None]:
-    """Read the log; for a big one, with highlight workers at work on its code meanwhile."""
+    log: LogSource,
+    *,
+    export_mode: bool | None,
+    on_bytes: Callable[[int], None],
+    notes: list[str],
+    files_dir: Path,
+    in_helper: bool = True,
+) -> tuple[Trace | PreparedReport, Highlighter | None]:
+    """Read the log. A big one is read with highlight workers at work on its code
+    meanwhile, and (``in_helper``) by a helper process that also writes its tlparse files
+    into ``files_dir`` and hands back the prepared report (see
+    :mod:`tlsite.mkdocs_plugin.prepare_process`)."""
     from tlsite.core import PayloadStore, load_source
     from tlsite.core.render.highlight import Highlighter
     from tlsite.core.render.pages import highlight_ahead
+    from tlsite.mkdocs_plugin.prepare_process import ReadRequest, read_in_helper
 
     if (log.size_hint or 0) < HIGHLIGHT_AHEAD_MIN_BYTES:
-        return load_source(log, export_mode=export_mode, on_bytes=on_bytes), None
-    store = PayloadStore()
-    highlighter = Highlighter(store.spill_path("highlight"))
+        trace = load_source(log, export_mode=export_mode, on_bytes=on_bytes)
+        trace.notes.extend(notes)
+        return trace, None
+    store_root = tempfile.mkdtemp(prefix="tlsite-store-")
+    highlighter = Highlighter(Path(store_root) / "highlight")
     highlighter.start()
     try:
+        if in_helper:
+            request = ReadRequest(
+                log.portable(), export_mode, store_root, str(files_dir), tuple(notes)
+            )
+            report = read_in_helper(request, on_bytes=on_bytes, on_block=highlighter.submit)
+            return report, highlighter
         trace = load_source(
             log,
-            store=store,
+            store=PayloadStore(store_root, owned=True),
             export_mode=export_mode,
             on_bytes=on_bytes,
             on_artifact=highlight_ahead(highlighter),
         )
     except BaseException:
         highlighter.close()
-        store.close()
+        shutil.rmtree(store_root, ignore_errors=True)
         raise
+    trace.notes.extend(notes)
     return trace, highlighter
 
 

@@ -3,9 +3,12 @@
 - highlighting in worker processes vs in the build process: byte-identical pages;
 - highlighting ahead, while the trace is read, vs once the pages are known: the blocks
   guessed from each artifact are exactly the blocks the pages show, and the sites are equal;
+- a big trace read and prepared in a helper process vs in the build process (plain,
+  gzipped and zipped logs): the same site and zip bundle;
 - templates compiled from Jinja's bytecode cache vs compiled afresh: identical pages;
 - the zip bundle compressed during the build (files handed over as they are final) vs the
-  zip of the finished site: the same entries, byte for byte;
+  zip of the finished site: the same entries, byte for byte, with the same directory fields
+  (the streamed zip keeps its entries on disk until it is closed);
 - the gap-skipping highlighter (``fastlex.html_lines``) vs the plain one (``fastlex.tokens``
   rendered token by token): the same HTML for every artifact of every corpus trace and for
   generated text full of quotes, comments, keywords, numbers and entities;
@@ -17,6 +20,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import tempfile
@@ -139,9 +143,22 @@ def _built_with_and_without(
     return results[0], results[1]
 
 
-def _zip_entries(out: Path) -> dict[str, bytes]:
+def _zip_entries(out: Path) -> dict[str, Any]:
+    """Each entry's bytes and directory fields (the streamed zip keeps its entries on disk
+    until it writes its directory)."""
     with zipfile.ZipFile(out.with_name("report.zip")) as archive:
-        return {n: archive.read(n) for n in archive.namelist()}
+        assert archive.testzip() is None
+        return {
+            info.filename: (
+                archive.read(info),
+                info.date_time,
+                info.compress_type,
+                info.external_attr,
+                info.CRC,
+                info.file_size,
+            )
+            for info in archive.infolist()
+        }
 
 
 @pytest.mark.parametrize(
@@ -162,6 +179,90 @@ def test_fast_path_gives_the_same_output(
     fast, plain = _built_with_and_without(tmp_path, monkeypatch, threshold, bundle, read)
     assert sorted(fast) == sorted(plain)
     assert [name for name in fast if fast[name] != plain[name]] == []
+
+
+def _as_input(log: Path, form: str, folder: Path) -> Path:
+    """``log`` as a user may hand it over: as it is, gzipped, or inside a zip archive."""
+    if form == "gz":
+        packed = folder / f"{log.name}.gz"
+        packed.write_bytes(gzip.compress(log.read_bytes()))
+        return packed
+    if form == "zip":
+        packed = folder / "trace.zip"
+        with zipfile.ZipFile(packed, "w") as archive:
+            archive.write(log, f"traces/{log.name}")
+        return packed
+    return log
+
+
+@pytest.mark.parametrize("form", ["log", "gz", "zip", "redacted"])
+def test_a_trace_read_by_a_helper_process_gives_the_same_site_and_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """A big trace is read, and its tlparse files and pages prepared, in a helper process
+    (see tlsite.mkdocs_plugin.prepare_process); the report must be the one the build
+    process makes by itself. A redacted trace is read in the build process (the redactor
+    counts what it replaces there), with its code highlighted while it is read."""
+    from tlsite.core.redact import Redactor
+    from tlsite.mkdocs_plugin import prepare_process
+
+    helpers: list[str] = []
+    read_in_helper = prepare_process.read_in_helper
+
+    def spy(request: prepare_process.ReadRequest, **kwargs: Any) -> Any:
+        helpers.append(request.log.display_name)
+        return read_in_helper(request, **kwargs)
+
+    monkeypatch.setattr(prepare_process, "read_in_helper", spy)
+    trace = _as_input(TRAINING, "log" if form == "redacted" else form, tmp_path)
+    results = []
+    for name, size in (("helper", 0), ("here", 1 << 62)):
+        monkeypatch.setattr(cli, "HIGHLIGHT_AHEAD_MIN_BYTES", size)
+        out = tmp_path / name / "report"
+        redactor = Redactor("paths") if form == "redacted" else None
+        outcome = cli.build(str(trace), out, redactor=redactor)
+        results.append((_site_files(out), _zip_entries(out), outcome.summary, outcome.clean))
+        if name == "helper":
+            assert len(helpers) == (0 if form == "redacted" else 1)
+    (site, bundle, summary, clean), (plain_site, plain_bundle, *plain_outcome) = results
+    assert sorted(site) == sorted(plain_site)
+    assert [name for name in site if site[name] != plain_site[name]] == []
+    assert [name for name in bundle if bundle[name] != plain_bundle.get(name)] == []
+    assert bundle.keys() == plain_bundle.keys()
+    assert [summary, clean] == plain_outcome
+    assert not list(out.parent.glob(".report-*")), "the helper's staging folder is left"
+
+
+def test_a_log_the_helper_cannot_read_fails_as_it_would_in_the_build_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    packed = gzip.compress(TRAINING.read_bytes())
+    truncated = tmp_path / "truncated.log.gz"
+    truncated.write_bytes(packed[: len(packed) // 2])
+    said = []
+    for size in (0, 1 << 62):
+        monkeypatch.setattr(cli, "HIGHLIGHT_AHEAD_MIN_BYTES", size)
+        code = cli.main(["build", str(truncated), "-o", str(tmp_path / "out"), "--no-browser"])
+        said.append((code, capsys.readouterr().err))
+    assert said[0] == said[1]
+    code, err = said[0]
+    assert code == cli.EXIT_FAILED
+    assert err.startswith("tlsite: error: truncated.log.gz: ") and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_helper_failure_reaches_the_build_process_with_its_traceback() -> None:
+    from tlsite.core import InputError
+    from tlsite.mkdocs_plugin.prepare_process import _portable_error
+
+    bad_input = InputError("trace.log: line 3: not a log")
+    assert _portable_error(bad_input) is bad_input
+    try:
+        {}["missing"]
+    except KeyError as error:
+        crash = _portable_error(error)
+    assert isinstance(crash, RuntimeError)
+    assert "KeyError: 'missing'" in str(crash) and "test_fast_paths.py" in str(crash)
 
 
 def test_templates_compiled_from_the_bytecode_cache_give_identical_pages(
@@ -340,12 +441,12 @@ def test_pages_are_converted_one_at_a_time_as_they_are_written(
 
 def _keep_in_memory(method: str) -> Callable[..., object]:
     """The plugin's slow path for ``method``: what MkDocs and Material do on their own."""
-    if method == "_defer_body":
-        return lambda self, page: (page.markdown, None)  # MkDocs converts the whole page
+    if method == "_defer_bodies":
+        return lambda self: False  # MkDocs converts every page before it writes any
     return lambda self, config: None  # Material keeps its search entries
 
 
-@pytest.mark.parametrize("method", ["_defer_body", "_spill_search_index"])
+@pytest.mark.parametrize("method", ["_defer_bodies", "_spill_search_index"])
 def test_plugin_fast_path_gives_the_same_site(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
