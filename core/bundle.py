@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from .worker import WorkerProcess
+from .zip_entries import EntryLog
 
 #: GitHub's limit for a file attached to an issue.
 GITHUB_ATTACHMENT_LIMIT = 25 * 1024 * 1024
@@ -266,18 +267,22 @@ class ZipWriter:
         self.site = site
         self.dest = dest
         self._tmp = dest.with_name(dest.name + ".part")
+        self._background = background
         self._worker: WorkerProcess | None = None
-        if background:
-            self._worker = WorkerProcess(
-                "tlsite.core.bundle:_zip_service", str(site), str(self._tmp)
-            )
 
     def add(self, path: str | os.PathLike[str]) -> None:
-        """Hand ``path`` (inside the site, final) to the worker."""
-        if self._worker is not None:
-            name = os.path.relpath(path, self.site).replace(os.sep, "/")
-            with contextlib.suppress(OSError):  # the worker is gone: finish() says why
-                self._worker.send(name)
+        """Hand ``path`` (inside the site, final) to the worker, which starts with the first
+        file (not before: while a big trace is read, an idle worker only took memory)."""
+        if self._worker is None:
+            if not self._background:
+                return
+            self._background = False  # started once
+            self._worker = WorkerProcess(
+                "tlsite.core.bundle:_zip_service", str(self.site), str(self._tmp)
+            )
+        name = os.path.relpath(path, self.site).replace(os.sep, "/")
+        with contextlib.suppress(OSError):  # the worker is gone: finish() says why
+            self._worker.send(name)
 
     def finish(self, *, trace: str, version: str, extra: Mapping[str, Any] | None) -> int:
         """Complete the archive and return its size (raises what the worker met).
@@ -382,6 +387,32 @@ def _add_site_file(
         digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")
 
 
+def _stream_site_file(archive: zipfile.ZipFile, site: Path, name: str, entries: EntryLog) -> None:
+    """:func:`_add_site_file` for a file handed over during the build: its entry goes to
+    ``entries`` (a file handed over twice is written twice, and its first copy stands)."""
+    if name == MANIFEST_NAME:
+        return
+    path = os.path.join(site, name)
+    if name == RAW_LOG:
+        entries.record(name, None, _file_digest(path))
+    else:
+        entries.take(archive, name, _add_to_zip(archive, path, f"{site.name}/{name}"))
+
+
+def _restore_entries(archive: zipfile.ZipFile, entries: EntryLog) -> dict[str, Digest]:
+    """Put the logged entries back into ``archive`` (which writes its directory from them
+    when closed); the digest of each file by name."""
+    digests: dict[str, Digest] = {}
+    for name, info, digest in entries.entries():
+        if name in digests:
+            continue
+        digests[name] = Digest(digest)
+        if info is not None:
+            archive.filelist.append(info)
+            archive.NameToInfo[info.filename] = info
+    return digests
+
+
 def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> None:
     """Worker process: deflate each file named in ``inbox`` into ``tmp``, then complete the
     archive with the manifest fields that end the input (see :func:`_complete_zip`).
@@ -389,17 +420,21 @@ def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> 
     Answers ``("done", None)``, or ``("failed", why)`` after the first error (it keeps
     reading names until the end so that the builder never blocks on a full pipe).
     """
-    digests: dict[str, Digest] = {}
     failure = None
-    archive = _open_zip(Path(tmp), "w")
-    with archive:
-        while isinstance(message := inbox.recv(), str):
-            if failure is None:
-                try:
-                    _add_site_file(archive, Path(site), message, digests)
-                except Exception as error:
-                    failure = f"{message}: {error}"
-    del archive  # its entries: _complete_zip reads them again from the file
+    entries = EntryLog(f"{tmp}.entries")  # not in memory while the site is built
+    try:
+        archive = _open_zip(Path(tmp), "w")
+        with archive:
+            while isinstance(message := inbox.recv(), str):
+                if failure is None:
+                    try:
+                        _stream_site_file(archive, Path(site), message, entries)
+                    except Exception as error:
+                        failure = f"{message}: {error}"
+            digests = _restore_entries(archive, entries)  # for its central directory
+        del archive  # its entries: _complete_zip reads them again from the file
+    finally:
+        entries.close()
     if failure is None:
         try:
             _complete_zip(Path(site), Path(tmp), digests, "a", **message)
