@@ -11,6 +11,7 @@ and :meth:`DeferredPage.convert` converts it just before the page is written.
 from __future__ import annotations
 
 import logging
+import sys
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
@@ -19,6 +20,8 @@ from mkdocs.structure.toc import get_toc
 
 from tlsite.core.store import PayloadRef, PayloadStore
 
+#: The table of contents of a page that is written (one for all: nothing reads them).
+_NO_TOC = get_toc([])
 #: The logger MkDocs reports broken links to anchors on (``Page.validate_anchor_links``).
 _ANCHOR_LOG = logging.getLogger("mkdocs.structure.pages")
 
@@ -39,11 +42,17 @@ class DeferredPage(Page):
         self._body: PayloadRef | None = body
         self._store = store
         self._files: Files | None = None
+        # the attributes MkDocs sets while it converts the page, set now: the instance's
+        # dict takes its final size before pages are written (grown midway, two thousand
+        # of them were scattered among the big pages' garbage and kept it from being freed)
+        self.present_anchor_ids: set[str] | None = None
+        self.links_to_anchors: dict[File, dict[str, str]] | None = None
+        self.update_date = sys.intern(self.update_date)  # the build's date, once
 
     def render(self, config: MkDocsConfig, files: Files) -> None:
         """MkDocs' conversion of every page at once: nothing yet (see :meth:`convert`)."""
         if self._body is not None:
-            self.content, self.toc = "", get_toc([])
+            self.content, self.toc = "", _NO_TOC
             self._files = files  # the site's files, which links are resolved against
             return
         super().render(config, files)
@@ -65,6 +74,6 @@ class DeferredPage(Page):
         report anything (``tlsite build`` logs errors only): kept for that check until the
         build ends, they were a kilobyte or more per page.
         """
-        self.content, self.markdown, self.toc = None, "", get_toc([])
+        self.content, self.markdown, self.toc = None, "", _NO_TOC
         if not _ANCHOR_LOG.isEnabledFor(config.validation.links.anchors):
             self.present_anchor_ids, self.links_to_anchors = None, {}
