@@ -344,6 +344,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         os.makedirs(out, exist_ok=True)
         for name in os.listdir(report.files_dir):
             os.replace(os.path.join(report.files_dir, name), os.path.join(out, name))
+        os.rmdir(report.files_dir)
         self._files_written(out, report.files)
         report.files = []
 
