@@ -1,8 +1,9 @@
 """A report made ready for MkDocs: what the site build needs of a trace, and no more.
 
 A :class:`PreparedReport` is the trace's pages with their Markdown bodies and code blocks
-parked in the payload store, the navigation, the distinct code blocks to highlight, and the
-tlparse-compatible files already written. It is small (a few hundred bytes per page) and
+parked in the payload store, the navigation, the distinct code blocks to highlight and, when
+a helper process prepared it, the tlparse-compatible files it wrote. It is small (a few
+hundred bytes per page) and
 picklable, so that a big trace can be read and prepared in a helper process
 (:mod:`.prepare_process`) whose memory, fragmented by the reading, goes back to the system
 with it: the build process then starts MkDocs on a clean heap.
