@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,24 @@ from browser import SiteOpener, browser_unavailable_reason, launch_browser
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_under_pytest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Temporary files of the session (payload stores of traces a test loads and never
+    closes, helper processes' scratch) go under pytest's own folder, which pytest prunes
+    after a few sessions, rather than piling up in the system's: ~200 a run."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    saved = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = os.environ["TMPDIR"] = folder  # TMPDIR: for worker processes too
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved[0]
+        if saved[1] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[1]
 
 
 @pytest.fixture(scope="session")
