@@ -380,11 +380,7 @@ def _add_site_file(
     """
     if name in digests or name == MANIFEST_NAME:
         return
-    path = os.path.join(site, name)  # text: a Path apiece would intern every name
-    if name == RAW_LOG:
-        digests[name] = _file_digest(path)
-    else:
-        digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")
+    digests[name], _ = _zip_site_file(archive, site, name)
 
 
 def _stream_site_file(archive: zipfile.ZipFile, site: Path, name: str, entries: EntryLog) -> None:
@@ -392,11 +388,20 @@ def _stream_site_file(archive: zipfile.ZipFile, site: Path, name: str, entries: 
     ``entries`` (a file handed over twice is written twice, and its first copy stands)."""
     if name == MANIFEST_NAME:
         return
-    path = os.path.join(site, name)
-    if name == RAW_LOG:
-        entries.record(name, None, _file_digest(path))
+    digest, zipped = _zip_site_file(archive, site, name)
+    if zipped:
+        entries.take(archive, name, digest)
     else:
-        entries.take(archive, name, _add_to_zip(archive, path, f"{site.name}/{name}"))
+        entries.record(name, None, digest)
+
+
+def _zip_site_file(archive: zipfile.ZipFile, site: Path, name: str) -> tuple[Digest, bool]:
+    """Deflate the site's file ``name`` into ``archive``, or only hash it if it is the
+    input log; its digest, and whether it went into the archive."""
+    path = os.path.join(site, name)  # text: a Path apiece would intern every name
+    if name == RAW_LOG:
+        return _file_digest(path), False
+    return _add_to_zip(archive, path, f"{site.name}/{name}"), True
 
 
 def _restore_entries(archive: zipfile.ZipFile, entries: EntryLog) -> dict[str, Digest]:
