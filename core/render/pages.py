@@ -116,8 +116,8 @@ class SiteTree:
     """The whole generated documentation tree.
 
     With a ``sink``, each page goes to it as soon as it is rendered instead of into
-    ``pages``: a site build parks each page's Markdown on disk at once (at 1 GB of trace the
-    pages held together were 15 MB).
+    ``pages``: a site build parks each page's Markdown on disk at once (held together, the
+    pages of a 128 MB trace were 2.1 MB of objects, and they grow with the trace).
     """
 
     pages: list[Page] = field(default_factory=list)
