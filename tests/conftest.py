@@ -14,6 +14,13 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that drives the browser is slow: the fast tier (``-m "not slow"``) skips it."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _temporary_files_under_pytest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Temporary files of the session (payload stores of traces a test loads and never

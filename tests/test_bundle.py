@@ -39,6 +39,7 @@ def _7z_contents(path: Path, tmp: Path) -> dict[str, bytes]:
     return {p.relative_to(tmp).as_posix(): p.read_bytes() for p in tmp.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_7z_holds_the_same_files_as_the_zip(site: BuildOutcome, tmp_path: Path) -> None:
     zipped, zip_size = write_bundle(site.site, "zip", trace="t.log", version=__version__)
     sevened, sz_size = write_bundle(site.site, "7z", trace="t.log", version=__version__)
@@ -145,6 +146,7 @@ def test_a_failing_zip_worker_is_reported_and_leaves_no_partial_archive(
     assert sorted(p.name for p in tmp_path.iterdir()) == [copy.name]
 
 
+@pytest.mark.slow
 def test_cli_bundle_option(tmp_path: Path) -> None:
     out = tmp_path / "r"
     command = [sys.executable, "-m", "tlsite", "build", "--example", "-o", str(out)]

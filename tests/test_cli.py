@@ -90,6 +90,7 @@ def test_overwrite_replaces_the_output(tmp_path: Path, cwd: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "report", "report.zip"]
 
 
+@pytest.mark.slow
 def test_no_zip_writes_no_bundle(tmp_path: Path, cwd: Path) -> None:
     out = tmp_path / "report"
     done = run_tlsite("build", "--example", "-o", str(out), "--no-zip", "--no-browser", cwd=cwd)
@@ -153,6 +154,7 @@ def corrupt_copy(tmp_path: Path) -> tuple[Path, int, int]:
     return target, first + 1, second + 2
 
 
+@pytest.mark.slow
 def test_corrupt_trace_builds_and_says_what_was_skipped(tmp_path: Path, cwd: Path) -> None:
     trace, garbage_line, broken_line = corrupt_copy(tmp_path)
     out = tmp_path / "report"

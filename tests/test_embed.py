@@ -100,6 +100,7 @@ def check_embedded_site(site: Path) -> None:
     assert "Parse health" in text  # the report's
 
 
+@pytest.mark.slow
 def test_mkdocs_build_of_a_project_with_the_plugin(tmp_path: Path) -> None:
     site = tmp_path / "site"
     done = run("mkdocs", "build", "--strict", "-f", str(PROJECT / "mkdocs.yml"), "-d", str(site),
@@ -142,6 +143,7 @@ def test_project_without_a_nav_gets_one_report_section(tmp_path: Path) -> None:
     assert "This report was redacted" in (report / "index.html").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_markdown_export_builds_with_mkdocs(tmp_path: Path) -> None:
     out = tmp_path / "md"
     done = run("tlsite", "markdown", str(example_trace()), "-o", str(out), cwd=tmp_path)

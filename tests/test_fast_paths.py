@@ -161,6 +161,7 @@ def _zip_entries(out: Path) -> dict[str, Any]:
         }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("threshold", "bundle", "read"),
     [
@@ -195,6 +196,7 @@ def _as_input(log: Path, form: str, folder: Path) -> Path:
     return log
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["log", "gz", "zip", "redacted"])
 def test_a_trace_read_by_a_helper_process_gives_the_same_site_and_bundle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
@@ -318,6 +320,7 @@ def _plain_highlight(text: str, lang: str) -> str:
     return _token_lines(fastlex.tokens(text, lang))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", all_corpus_traces(), ids=trace_id)
 def test_fast_highlighter_matches_the_plain_one_on_every_artifact(log: Path) -> None:
     trace = load(log)
@@ -345,6 +348,7 @@ _CODE_PIECES = [
 ]
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=3000, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_CODE_PIECES), max_size=40), st.sampled_from(FAST_LEXERS))
 def test_fast_highlighter_matches_the_plain_one_on_generated_code(
@@ -364,6 +368,7 @@ def _records(chunks: list[bytes]) -> list[tuple]:
     return [*found, ("stats", stats.total_lines, tuple(sorted(stats.outcomes.items())))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", [TRAINING, tlparse_input("simple_corrupted_json.log")])
 def test_reader_gives_the_same_records_for_any_chunking(log: Path) -> None:
     data = log.read_bytes()
@@ -446,6 +451,7 @@ def _keep_in_memory(method: str) -> Callable[..., object]:
     return lambda self, config: None  # Material keeps its search entries
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["_defer_bodies", "_spill_search_index"])
 def test_plugin_fast_path_gives_the_same_site(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str

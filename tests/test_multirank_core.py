@@ -735,6 +735,7 @@ def measure(ranks: list[RankSummary]) -> tuple[float, int, int]:
     return best, peak, len(md)
 
 
+@pytest.mark.slow
 def test_analysis_and_landing_grow_linearly_with_ranks() -> None:
     figures = {n: measure(synthetic_ranks(n)) for n in (8, 16, 32, 64)}
     print()
@@ -800,6 +801,7 @@ def rank_pages(out: Path, ranks: Iterable[int]) -> None:
     assert (out / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_cli_all_ranks_basic(tmp_path: Path) -> None:  # 19, 21
     out = tmp_path / "out"
     done = run_build(MULTI_RANK_LOGS, out)
@@ -811,12 +813,14 @@ def test_cli_all_ranks_basic(tmp_path: Path) -> None:  # 19, 21
     assert str(out) in done.stdout
 
 
+@pytest.mark.slow
 def test_cli_messy_input(tmp_path: Path) -> None:  # 20
     out = tmp_path / "out"
     assert run_build(MESSY, out).returncode == 0
     rank_pages(out, (0, 1))
 
 
+@pytest.mark.slow
 def test_cli_chromium_events_sparse(tmp_path: Path) -> None:  # 24, 25
     folder = copy_dir(MULTI_RANK_LOGS, tmp_path / "logs")
     log_of(folder, 1).write_bytes(b"")
@@ -827,6 +831,7 @@ def test_cli_chromium_events_sparse(tmp_path: Path) -> None:  # 24, 25
     assert read_json(out / "rank_1" / "chromium_events.json") == []
 
 
+@pytest.mark.slow
 def test_cli_landing_phrases(tmp_path: Path) -> None:  # 26, 33, 35–38, 41 on the built page
     cases = {
         MULTI_RANK_LOGS: ["Diverging Compilation IDs detected", "Diverging Cache hit/miss"],
@@ -856,6 +861,7 @@ def test_cli_collectives_parity(tmp_path: Path) -> None:  # 40
     assert len(report["graphs"]) == 2  # type: ignore[index]
 
 
+@pytest.mark.slow
 def test_cli_builds_a_sixteen_rank_job_with_one_page_per_rank(tmp_path: Path) -> None:
     """A 16-rank job (copies of a real rank log) builds; the landing page links each rank
     once and stays small (it groups ranks; it never lists ranks x compile ids)."""

@@ -399,6 +399,7 @@ DETERMINISM_TRACES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DETERMINISM_TRACES))
 def test_two_builds_are_byte_identical(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str

@@ -51,6 +51,7 @@ def tlsite(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
     )
 
 
+@pytest.mark.slow
 def test_publish_a_trace_to_a_local_bare_repository(
     tmp_path: Path, remote: Path, env: dict[str, str]
 ) -> None:
@@ -81,6 +82,7 @@ def test_publish_a_trace_to_a_local_bare_repository(
     assert git("--git-dir", str(remote), "rev-list", "--count", "gh-pages").strip() == "1"
 
 
+@pytest.mark.slow
 def test_publish_to_a_remote_name_and_a_branch(
     tmp_path: Path, remote: Path, env: dict[str, str]
 ) -> None:

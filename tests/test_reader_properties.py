@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -248,18 +249,21 @@ def test_any_bytes_are_read_and_every_line_is_accounted_for(data: bytes) -> None
     check_against_reference(data)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(near_traces())
 def test_near_traces_are_read_like_the_line_by_line_reference(data: bytes) -> None:
     check_against_reference(data)
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=600, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(near_traces(), st.binary(max_size=1000)), chunk_sizes)
 def test_chunk_boundaries_do_not_change_the_result(data: bytes, sizes: list[int]) -> None:
     assert read(split(data, sizes)) == read([data])
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(near_traces())
 def test_the_whole_model_is_built_from_any_near_trace(data: bytes) -> None:

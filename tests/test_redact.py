@@ -163,6 +163,7 @@ def test_redacted_build_has_no_home_path_anywhere(tmp_path: Path) -> None:
     assert "every payload matched its MD5" in health  # no mismatch caused by the rewriting
 
 
+@pytest.mark.slow
 def test_redact_code_drops_user_source_lines(tmp_path: Path) -> None:
     user_line = b"x = torch.relu(self.fc1(x))"  # examples/simple.py, quoted in graph comments
     assert user_line in SIMPLE_213.read_bytes()

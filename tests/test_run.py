@@ -47,6 +47,7 @@ def copy_logs(*logs: Path) -> list[str]:
     return [sys.executable, "-c", code, *map(str, logs)]
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_run_a_tiny_torch_script(tmp_path: Path) -> None:
     if importlib.util.find_spec("torch") is None:
@@ -65,6 +66,7 @@ def test_run_a_tiny_torch_script(tmp_path: Path) -> None:
     assert "tiny.py" in (site / "raw.log").read_text(encoding="utf-8")  # the script it ran
 
 
+@pytest.mark.slow
 def test_rank_logs_give_one_report_per_rank(tmp_path: Path) -> None:
     logs = sorted((TORCH_213 / "multi_rank").glob("*.log"))
     assert len(logs) == 2

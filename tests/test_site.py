@@ -761,6 +761,7 @@ def _page_size(trace: Path, out: Path, page: str) -> int:
     return (outcome.site / page).stat().st_size
 
 
+@pytest.mark.slow
 def test_compile_id_page_size_does_not_grow_in_a_recompile_storm(tmp_path: Path) -> None:
     """One frame recompiled 20 vs 120 times: page [0/7] stays the same size."""
     base_path = PROJECT_ROOT / "../shared/corpus/tlparse/inputs/comp_metrics.log"
@@ -771,6 +772,7 @@ def test_compile_id_page_size_does_not_grow_in_a_recompile_storm(tmp_path: Path)
     assert big_size <= small_size + 1_000, (small_size, big_size)
 
 
+@pytest.mark.slow
 def test_compile_id_page_size_does_not_grow_with_many_frames(tmp_path: Path) -> None:
     """15 vs 120 frames (the nav lists frames): page [1/0] does not grow."""
     base_path = PROJECT_ROOT / "../shared/corpus/tlparse/inputs/comp_metrics.log"
