@@ -21,7 +21,8 @@ from .stats import ParseStats
 from .store import PayloadRef, PayloadStore
 
 if TYPE_CHECKING:
-    from .analysis.views import CompileTime, Failure, GraphBreak, Recompile
+    from .analysis.compile_time import CompileTime
+    from .analysis.views import Failure, GraphBreak, Recompile
 
 #: How the body of an output file is produced from the record.
 BODY_PAYLOAD = "payload"  # the payload as is
@@ -321,7 +322,7 @@ class Trace:
 
     @property
     def compile_times(self) -> list[CompileTime]:
-        from .analysis.views import compile_times
+        from .analysis.compile_time import compile_times
 
         return compile_times(self)
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from . import load_source
 from .analysis.collectives import parity
-from .analysis.views import compile_times
+from .analysis.compile_time import compile_times
 from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
 from .source import LogSource, ResolvedInput, _rank_of

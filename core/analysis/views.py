@@ -1,7 +1,7 @@
 """The questions users arrive with, answered from the model.
 
 Distinct graph breaks, recompiles per frame (with the failed guard and the guard diff),
-failures and restarts, and compile times. Pure functions of a :class:`Trace`.
+failures and restarts. Pure functions of a :class:`Trace` (compile times: compile_time.py).
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,69 +272,3 @@ def failures(trace: Trace) -> list[Failure]:
                     )
                 )
     return rows
-
-
-# -- compile time ------------------------------------------------------------------------------
-#: Phases shown in the breakdown: (label, microsecond key, legacy seconds key).
-PHASES = (
-    ("Dynamo (bytecode tracing, whole frame)", "dynamo_cumulative_compile_time_us", None),
-    ("AOTAutograd", "aot_autograd_cumulative_compile_time_us", "backend_compile_time_s"),
-    ("Inductor", "inductor_cumulative_compile_time_us", "inductor_compile_time_s"),
-    ("Inductor code generation", "inductor_code_gen_cumulative_compile_time_us", "code_gen_time_s"),
-    ("Triton compile", "triton_compile_time_us", None),
-    ("Backward compile", "backward_cumulative_compile_time_us", None),
-)
-
-
-@dataclass
-class CompileTime:
-    unit: CompileUnit
-    seconds: float  # forward/whole-frame compile time
-    backward_seconds: float
-    phases: list[tuple[str, float]]
-
-    @property
-    def total(self) -> float:
-        return self.seconds + self.backward_seconds
-
-
-def unit_seconds(meta: dict[str, Any]) -> float | None:
-    """The whole compile time of one metrics record, in seconds."""
-    for key, scale in (("duration_us", 1e-6), ("entire_frame_compile_time_s", 1.0)):
-        value = meta.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value * scale
-    return None
-
-
-def phase_seconds(metas: Iterable[dict[str, Any]]) -> list[tuple[str, float]]:
-    totals: list[tuple[str, float]] = []
-    metas = list(metas)
-    for label, us_key, s_key in PHASES:
-        value = 0.0
-        seen = False
-        for meta in metas:
-            raw = meta.get(us_key)
-            if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-                value += raw / 1e6
-                seen = True
-            elif s_key and isinstance(meta.get(s_key), (int, float)):
-                value += meta[s_key]
-                seen = True
-        if seen:
-            totals.append((label, value))
-    return totals
-
-
-def compile_times(trace: Trace) -> list[CompileTime]:
-    """Compile units with metrics, slowest first."""
-    rows = []
-    for unit in trace.units.values():
-        forward = [m.meta for m in unit.metrics if m.type == "compilation_metrics"]
-        backward = [m.meta for m in unit.metrics if m.type == "bwd_compilation_metrics"]
-        if not forward and not backward:
-            continue
-        seconds = sum(unit_seconds(m) or 0.0 for m in forward)
-        bwd = sum(unit_seconds(m) or 0.0 for m in backward)
-        rows.append(CompileTime(unit, seconds, bwd, phase_seconds(forward + backward)))
-    return sorted(rows, key=lambda r: (-r.total, r.unit.order))

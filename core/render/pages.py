@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from ..analysis import status as status_mod
 from ..analysis import views
+from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..stats import FINDING_REASONS, SKIP_REASONS
@@ -145,7 +146,7 @@ class ReportRenderer:
         self.frames = views.frames(trace)
         self.graph_breaks = views.graph_breaks(trace)
         self.failures = views.failures(trace)
-        self.times = views.compile_times(trace)
+        self.times = compile_times(trace)
         self.recompiles = [r for f in self.frames for r in f.recompiles]
         self._frame_of = {id(u): f for f in self.frames for u in f.units}
         self._time_of = {id(t.unit): t for t in self.times}
@@ -348,11 +349,13 @@ class ReportRenderer:
         return Page("failures.md", md, "Failures and restarts")
 
     def compile_time_page(self) -> Page:
-        chart = render("time_chart.svg.html", rows=_chart_rows(self.times[:40]))
+        rows = _chart_rows(self.times[:40])
+        chart = render("time_chart.svg.html", rows=rows, label_w=_chart_label_width(rows))
         md = render_markdown(
             "compile_time.md",
             times=self.times,
             total=sum(t.total for t in self.times),
+            phases=self_time_by_phase(self.times),
             chart=Markup("".join(line.strip() for line in chart.splitlines())),
             status=self.status,
             unit_path=self.unit_path,
@@ -612,7 +615,7 @@ def _size_text(size: int) -> str:
     return f"{size} bytes"
 
 
-def _chart_rows(times: Iterable[views.CompileTime]) -> list[dict[str, Any]]:
+def _chart_rows(times: Iterable[CompileTime]) -> list[dict[str, Any]]:
     times = list(times)
     longest = max((t.total for t in times), default=0.0) or 1.0
     return [
@@ -621,11 +624,18 @@ def _chart_rows(times: Iterable[views.CompileTime]) -> list[dict[str, Any]]:
             "href": f"{t.unit.dirname}/index.html",
             "forward": t.seconds / longest,
             "backward": t.backward_seconds / longest,
+            "forward_seconds": t.seconds,
+            "backward_seconds": t.backward_seconds,
             "seconds": t.total,
             "y": i,
         }
         for i, t in enumerate(times)
     ]
+
+
+def _chart_label_width(rows: list[dict[str, Any]]) -> int:
+    """Room for the longest compile id at the chart's font size (monospace-wide, to be safe)."""
+    return 12 + 8 * max((len(r["label"]) for r in rows), default=0)
 
 
 def escaped_nav(nav: Any) -> Any:
