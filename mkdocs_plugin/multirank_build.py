@@ -20,7 +20,7 @@ from typing import Any
 from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.divergence import analyse
 from tlsite.core.model import Trace
-from tlsite.core.multirank import RankSummary, load_ranks
+from tlsite.core.multirank import RankSummary, job_ranks, load_ranks
 from tlsite.core.redact import Redactor, redaction_note
 from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
@@ -44,6 +44,7 @@ class MultiRankOutcome:
 def build_rank_report(
     out_root: str,
     redactor: Redactor | None,
+    n_ranks: int,
     trace: Trace,
     summary: RankSummary,
     source: LogSource,
@@ -51,10 +52,7 @@ def build_rank_report(
     """Worker hook: write this rank's complete report into ``out_root/rank_<N>``."""
     site = Path(out_root) / f"rank_{summary.rank}"
     raw_log = Path(source.plain_path) if source.plain_path else None
-    trace.notes.append(
-        f"Rank {summary.rank} of a multi-rank job: the landing page one folder up "
-        "compares all ranks."
-    )
+    trace.rank, trace.job_ranks = summary.rank, n_ranks  # its pages link back to the landing
     if redactor is not None:
         trace.notes.append(redaction_note(redactor))
     # the ranks already run in parallel: each highlights in its own process, no helpers
@@ -81,14 +79,15 @@ def build_multirank(
     site_dir.mkdir(parents=True)
     if redactor is not None:
         jobs = 1
-    hook = functools.partial(build_rank_report, str(site_dir), redactor)
+    n_ranks = len(job_ranks(resolved))
+    hook = functools.partial(build_rank_report, str(site_dir), redactor, n_ranks)
     with load_ranks(
         resolved, jobs=jobs, export_mode=export_mode, per_rank=hook, on_rank=on_rank
     ) as ranks:
         summaries = list(ranks.ranks)
         for summary in summaries:
             if summary.empty:  # the rank logged nothing: its report says so
-                _build_empty_rank(site_dir, summary)
+                _build_empty_rank(site_dir, summary, n_ranks)
         report = analyse(summaries)
         landing = render_landing(report)
         _build_landing(landing, site_dir, title=f"tlsite: {len(summaries)} ranks")
@@ -108,11 +107,12 @@ def build_multirank(
     return MultiRankOutcome(summaries, lines, clean)
 
 
-def _build_empty_rank(site_dir: Path, summary: RankSummary) -> None:
+def _build_empty_rank(site_dir: Path, summary: RankSummary, n_ranks: int) -> None:
     """A report for an empty rank log, so every rank has its folder and files."""
     source = LogSource(summary.source, lambda: io.BytesIO(b""), summary.rank, 0)
     trace = load_source(source)
     try:
+        trace.rank, trace.job_ranks = summary.rank, n_ranks
         trace.notes.append(f"The log of rank {summary.rank} is empty: it logged nothing.")
         build_report(trace, site_dir / f"rank_{summary.rank}", highlight_workers=0)
     finally:

@@ -42,6 +42,10 @@ OPEN_KINDS = {
     "inductor_output_code",
 }
 OPEN_LINE_LIMIT = 300
+#: The landing page of a multi-rank site, from a rank report's root (``DIR/rank_<N>/``). A
+#: plain ``.html`` link: the landing is outside the rank's docs, and ``file://`` needs a file.
+LANDING_HREF = "../index.html"
+
 #: With more frames than this, the navigation lists only the frames index.
 MAX_FRAMES_IN_NAV = 40
 _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
@@ -231,6 +235,8 @@ class ReportRenderer:
                 entries += [{title: f"{p}{path}"} for title, path in frame_nav]
             tree.nav.append({"Frames": entries})
         _extra_pages().extend_tree(self, tree)  # provenance, kernel traces, draft-export report
+        if self.trace.job_ranks is not None:  # a rank of a multi-rank site: back to its landing
+            tree.nav.insert(0, {"All ranks": f"{p}{LANDING_HREF}"})
         tree.nav = escaped_nav(tree.nav)
         return tree
 
@@ -276,6 +282,7 @@ class ReportRenderer:
             "status": self.status,
             "function_of": self.function_of,
             "notes": trace.notes,
+            "landing_href": LANDING_HREF,
             "export_lead": _extra_pages().export_lead(self),
         }
         return Page("index.md", render_markdown("overview.md", **context), "Overview")
