@@ -40,7 +40,6 @@ from .source import LogSource, ResolvedInput, _rank_of
 
 #: Cache statuses from strongest to weakest (a compile id's status is its strongest lookup).
 CACHE_STRENGTH = ("miss", "hit", "bypass")
-CACHE_MARKS = {"miss": "❌", "hit": "✅", "bypass": "❓"}
 
 RUNTIME_ARTIFACT = "inductor_runtime_and_tensor_meta"
 SCHEDULE_ARTIFACT = "inductor_collective_schedule"
@@ -58,10 +57,6 @@ class CacheEvent:
     status: str
     name: str  # artifact name, e.g. "fx_graph_cache_miss"
     number: int  # artifact number (the anchor on the compile-id page)
-
-    @property
-    def mark(self) -> str:
-        return CACHE_MARKS[self.status]
 
 
 @dataclass(slots=True)
@@ -85,8 +80,9 @@ class UnitSummary:
     has_output_code: bool = False
 
     @property
-    def cache_marks(self) -> str:
-        return "".join(event.mark for event in self.cache)
+    def cache_sequence(self) -> str:
+        """The lookups in words, ``miss, hit``: tlparse's ❌✅ need an emoji font to show."""
+        return ", ".join(event.status for event in self.cache)
 
     @property
     def cache_status(self) -> str | None:
