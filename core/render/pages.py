@@ -283,6 +283,7 @@ class ReportRenderer:
             "function_of": self.function_of,
             "notes": trace.notes,
             "landing_href": LANDING_HREF,
+            "job_article": _article(trace.job_ranks or 0),
             "export_lead": _extra_pages().export_lead(self),
         }
         return Page("index.md", render_markdown("overview.md", **context), "Overview")
@@ -633,6 +634,13 @@ def _chart_rows(times: Iterable[views.CompileTime]) -> list[dict[str, Any]]:
         }
         for i, t in enumerate(times)
     ]
+
+
+def _article(number: int) -> str:
+    """``a`` or ``an`` before a number said aloud: an 8-, 11-, 18-, 80- or 11000-rank job."""
+    digits = str(number)
+    lead = digits[: (len(digits) - 1) % 3 + 1]  # the first group of three, as it is read
+    return "an" if lead.startswith("8") or lead in ("11", "18") else "a"
 
 
 def escaped_nav(nav: Any) -> Any:
