@@ -18,10 +18,13 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
+import markdown
 import pytest
 from corpus import CORPUS, TLPARSE_INPUTS
 
 from tlsite.core import load, resolve_input
+from tlsite.core.multirank import CacheEvent, RankSummary, UnitSummary
+from tlsite.core.render.landing import render_landing
 from tlsite.core.render.pages import render_tree
 from tlsite.mkdocs_plugin.multirank_build import build_multirank
 
@@ -247,6 +250,23 @@ def test_collective_warning_names_the_first_op_that_differs(tmp_path: Path) -> N
         assert f"collective {at + 1} of" in sentence
         checked += 1
     assert checked, "no graph's schedule differs across ranks: the corpus changed"
+
+
+def test_what_differs_escapes_trace_text() -> None:
+    """Op and artifact names in the sentences come from the trace: never markup or links."""
+    hostile = "x<img src=x onerror=alert(1)>](javascript:alert(1))"
+
+    def rank(number: int, ops: list[str], cache: str) -> RankSummary:
+        event = CacheEvent(cache, f"{hostile}_{cache}", 5)
+        unit = UnitSummary(
+            "[0/0]", "-_0_0_0", 0, True, cache=(event,), schedule=tuple(ops), schedule_artifact=3
+        )
+        return RankSummary(rank=number, source=f"rank_{number}.log", units=[unit])
+
+    md = render_landing([rank(0, ["all_reduce", hostile], "hit"), rank(1, ["a", "b"], "miss")])
+    page = markdown.markdown(md.split("---", 2)[2], extensions=["admonition", "attr_list"])
+    assert "alert(1)" in text_of(page)  # shown, as text
+    assert "<img" not in page and 'href="javascript' not in page
 
 
 # -- glyphs ----------------------------------------------------------------------------------------
