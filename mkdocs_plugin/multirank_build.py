@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mkdocs.plugins import BasePlugin
+
 from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.divergence import analyse
 from tlsite.core.model import Trace
@@ -26,6 +28,7 @@ from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
 
 from .build import build_report
+from .csp import add_csp, add_csp_to_template
 from .site_config import build_site, site_config
 
 # Landing links point into the rank sites, which the landing's own MkDocs build cannot see.
@@ -119,6 +122,17 @@ def _build_empty_rank(site_dir: Path, summary: RankSummary, n_ranks: int) -> Non
         trace.close()
 
 
+class _LandingPolicy(BasePlugin):
+    """The report pages' Content-Security-Policy, for the landing page built without tlsite's
+    plugin: it shows trace text too (log names, errors, op names)."""
+
+    def on_post_page(self, output: str, /, *, page: Any, config: Any) -> str:
+        return add_csp(output, page=page, config=config)
+
+    def on_post_template(self, output_content: str, /, *, template_name: str, config: Any) -> str:
+        return add_csp_to_template(output_content, template_name=template_name, config=config)
+
+
 def _build_landing(markdown: str, site_dir: Path, *, title: str) -> None:
     """Build the landing page as its own small site and move it into ``site_dir``'s root."""
     logging.getLogger("mkdocs").setLevel(logging.ERROR)
@@ -129,7 +143,9 @@ def _build_landing(markdown: str, site_dir: Path, *, title: str) -> None:
         built = Path(scratch) / "site"
         config = site_config(docs_dir=str(docs), site_dir=str(built), site_name=title)
         config["nav"] = [{"All ranks": "index.md"}]
-        build_site(config, config_dir=scratch)
+        policy = _LandingPolicy()
+        policy.load_config({})
+        build_site(config, config_dir=scratch, extra_plugins={"tlsite_csp": policy})
         index = built / "index.html"
         index.write_text(
             _RANK_LINK.sub(r'href="\1.html\2"', index.read_text(encoding="utf-8")),

@@ -148,6 +148,21 @@ def test_standalone_report_has_no_back_link_and_the_markdown_carries_it() -> Non
     assert "[see all ranks](../index.html)" in overview
 
 
+def test_landing_page_carries_the_reports_content_security_policy(two_ranks: Path) -> None:
+    """The landing shows trace text (log names, op names) like a rank page: same policy."""
+
+    def policy(page: Path) -> str:
+        found = re.search(
+            r'<meta http-equiv="Content-Security-Policy" content="([^"]*)"',
+            page.read_text(encoding="utf-8"),
+        )
+        assert found, f"no Content-Security-Policy on {page}"
+        return re.sub(r" 'sha256-[^']*'", "", found.group(1))  # hashes differ by page
+
+    for page in (two_ranks / "index.html", two_ranks / "404.html"):
+        assert policy(page) == policy(two_ranks / "rank_0" / "index.html")
+
+
 # -- the warnings say what differs -----------------------------------------------------------------
 def cache_sequence(artifacts: list[dict]) -> list[tuple[str, int]]:
     """The cache lookups of a compile id as (artifact name, number), from tlparse's suffixes."""
