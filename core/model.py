@@ -248,6 +248,9 @@ class Trace:
     torch_version: str | None = None
     export_mode: bool = False
     notes: list[str] = field(default_factory=list)
+    #: Ranks in the job when this report is one rank of a multi-rank site (its landing page is
+    #: one folder up, and the report links back to it); None for a standalone report.
+    job_ranks: int | None = None
 
     # -- spilled streams (written while reading) -------------------------------------------
     @property

@@ -40,7 +40,6 @@ from .source import LogSource, ResolvedInput, _rank_of
 
 #: Cache statuses from strongest to weakest (a compile id's status is its strongest lookup).
 CACHE_STRENGTH = ("miss", "hit", "bypass")
-CACHE_MARKS = {"miss": "❌", "hit": "✅", "bypass": "❓"}
 
 RUNTIME_ARTIFACT = "inductor_runtime_and_tensor_meta"
 SCHEDULE_ARTIFACT = "inductor_collective_schedule"
@@ -58,10 +57,6 @@ class CacheEvent:
     status: str
     name: str  # artifact name, e.g. "fx_graph_cache_miss"
     number: int  # artifact number (the anchor on the compile-id page)
-
-    @property
-    def mark(self) -> str:
-        return CACHE_MARKS[self.status]
 
 
 @dataclass(slots=True)
@@ -85,8 +80,9 @@ class UnitSummary:
     has_output_code: bool = False
 
     @property
-    def cache_marks(self) -> str:
-        return "".join(event.mark for event in self.cache)
+    def cache_sequence(self) -> str:
+        """The lookups in words, ``miss, hit``: tlparse's ❌✅ need an emoji font to show."""
+        return ", ".join(event.status for event in self.cache)
 
     @property
     def cache_status(self) -> str | None:
@@ -452,6 +448,20 @@ def empty_rank_logs(resolved: ResolvedInput) -> dict[int, str]:
     return found
 
 
+def _numbered_logs(resolved: ResolvedInput) -> list[tuple[int, LogSource]]:
+    """Each log with its rank (its position when the name gives none)."""
+    return [
+        (log.rank if log.rank is not None else index, log)
+        for index, log in enumerate(resolved.logs)
+    ]
+
+
+def job_ranks(resolved: ResolvedInput) -> list[int]:
+    """The ranks :func:`load_ranks` reports on: every log's, and the empty rank logs'."""
+    ranks = {rank for rank, _ in _numbered_logs(resolved)}
+    return sorted(ranks | set(empty_rank_logs(resolved)))
+
+
 def default_jobs() -> int:
     return os.cpu_count() or 1
 
@@ -477,10 +487,10 @@ def load_ranks(
     owned = workdir is None
     work = Path(tempfile.mkdtemp(prefix="tlsite-ranks-") if owned else workdir)  # type: ignore[arg-type]
     work.mkdir(parents=True, exist_ok=True)
-    tasks = []
-    for index, log in enumerate(resolved.logs):
-        rank = log.rank if log.rank is not None else index
-        tasks.append(_Task(rank, log.portable(), str(work), export_mode, per_rank))
+    tasks = [
+        _Task(rank, log.portable(), str(work), export_mode, per_rank)
+        for rank, log in _numbered_logs(resolved)
+    ]
     summaries: list[RankSummary] = []
     known = {task.rank for task in tasks}
     empties = {r: name for r, name in empty_rank_logs(resolved).items() if r not in known}

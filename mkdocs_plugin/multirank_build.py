@@ -17,15 +17,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mkdocs.plugins import BasePlugin
+
 from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.divergence import analyse
 from tlsite.core.model import Trace
-from tlsite.core.multirank import RankSummary, load_ranks
+from tlsite.core.multirank import RankSummary, job_ranks, load_ranks
 from tlsite.core.redact import Redactor, redaction_note
 from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
 
 from .build import build_report
+from .csp import add_csp, add_csp_to_template
 from .site_config import build_site, site_config
 
 # Landing links point into the rank sites, which the landing's own MkDocs build cannot see.
@@ -44,6 +47,7 @@ class MultiRankOutcome:
 def build_rank_report(
     out_root: str,
     redactor: Redactor | None,
+    n_ranks: int,
     trace: Trace,
     summary: RankSummary,
     source: LogSource,
@@ -51,10 +55,7 @@ def build_rank_report(
     """Worker hook: write this rank's complete report into ``out_root/rank_<N>``."""
     site = Path(out_root) / f"rank_{summary.rank}"
     raw_log = Path(source.plain_path) if source.plain_path else None
-    trace.notes.append(
-        f"Rank {summary.rank} of a multi-rank job: the landing page one folder up "
-        "compares all ranks."
-    )
+    trace.rank, trace.job_ranks = summary.rank, n_ranks  # its pages link back to the landing
     if redactor is not None:
         trace.notes.append(redaction_note(redactor))
     # the ranks already run in parallel: each highlights in its own process, no helpers
@@ -81,14 +82,15 @@ def build_multirank(
     site_dir.mkdir(parents=True)
     if redactor is not None:
         jobs = 1
-    hook = functools.partial(build_rank_report, str(site_dir), redactor)
+    n_ranks = len(job_ranks(resolved))
+    hook = functools.partial(build_rank_report, str(site_dir), redactor, n_ranks)
     with load_ranks(
         resolved, jobs=jobs, export_mode=export_mode, per_rank=hook, on_rank=on_rank
     ) as ranks:
         summaries = list(ranks.ranks)
         for summary in summaries:
             if summary.empty:  # the rank logged nothing: its report says so
-                _build_empty_rank(site_dir, summary)
+                _build_empty_rank(site_dir, summary, n_ranks)
         report = analyse(summaries)
         landing = render_landing(report)
         _build_landing(landing, site_dir, title=f"tlsite: {len(summaries)} ranks")
@@ -108,15 +110,27 @@ def build_multirank(
     return MultiRankOutcome(summaries, lines, clean)
 
 
-def _build_empty_rank(site_dir: Path, summary: RankSummary) -> None:
+def _build_empty_rank(site_dir: Path, summary: RankSummary, n_ranks: int) -> None:
     """A report for an empty rank log, so every rank has its folder and files."""
     source = LogSource(summary.source, lambda: io.BytesIO(b""), summary.rank, 0)
     trace = load_source(source)
     try:
+        trace.rank, trace.job_ranks = summary.rank, n_ranks
         trace.notes.append(f"The log of rank {summary.rank} is empty: it logged nothing.")
         build_report(trace, site_dir / f"rank_{summary.rank}", highlight_workers=0)
     finally:
         trace.close()
+
+
+class _LandingPolicy(BasePlugin):
+    """The report pages' Content-Security-Policy, for the landing page built without tlsite's
+    plugin: it shows trace text too (log names, errors, op names)."""
+
+    def on_post_page(self, output: str, /, *, page: Any, config: Any) -> str:
+        return add_csp(output, page=page, config=config)
+
+    def on_post_template(self, output_content: str, /, *, template_name: str, config: Any) -> str:
+        return add_csp_to_template(output_content, template_name=template_name, config=config)
 
 
 def _build_landing(markdown: str, site_dir: Path, *, title: str) -> None:
@@ -129,7 +143,9 @@ def _build_landing(markdown: str, site_dir: Path, *, title: str) -> None:
         built = Path(scratch) / "site"
         config = site_config(docs_dir=str(docs), site_dir=str(built), site_name=title)
         config["nav"] = [{"All ranks": "index.md"}]
-        build_site(config, config_dir=scratch)
+        policy = _LandingPolicy()
+        policy.load_config({})
+        build_site(config, config_dir=scratch, extra_plugins={"tlsite_csp": policy})
         index = built / "index.html"
         index.write_text(
             _RANK_LINK.sub(r'href="\1.html\2"', index.read_text(encoding="utf-8")),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compile_id import parse_compile_id_string
-from ..multirank import ParityFinding, RankSummary, UnitSummary
+from ..multirank import CacheEvent, ParityFinding, RankSummary, UnitSummary
 from .collectives import short_op
 
 Ranks = tuple[int, ...]
@@ -205,10 +205,10 @@ def compare_cache(ranks: Sequence[RankSummary]) -> Comparison:
                 continue
             if at < len(unit.cache):
                 event = unit.cache[at]
-                label = f"{unit.cache_marks} (lookup {at + 1}: {event.name})"
+                label = f"{unit.cache_sequence} (lookup {at + 1}: {event.name})"
                 evidence = Evidence(group[0], unit.dirname, event.number)
             else:
-                label = f"{unit.cache_marks} (no lookup {at + 1})"
+                label = f"{unit.cache_sequence} (no lookup {at + 1})"
                 evidence = Evidence(group[0], unit.dirname, unit.cache[-1].number)
             result.append(Variant(group, label, evidence))
         return result
@@ -465,6 +465,8 @@ class ExecOrderAnalysis:
     cache_mismatch_ranks: Ranks = ()
     flagged: list[ExecOrderRow] = field(default_factory=list)  # first MAX_ORDER_ROWS shown
     flagged_total: int = 0
+    mismatched: list[ExecOrderRow] = field(default_factory=list)  # the flagged with issues
+    mismatched_total: int = 0
     evidence: dict[int, Evidence] = field(default_factory=dict)  # rank → its order artifact
 
     @property
@@ -502,6 +504,10 @@ def analyse_execution_order(ranks: Sequence[RankSummary]) -> ExecOrderAnalysis:
             analysis.flagged_total += 1
             if len(analysis.flagged) < MAX_ORDER_ROWS:
                 analysis.flagged.append(row)
+        if row.issues:
+            analysis.mismatched_total += 1
+            if len(analysis.mismatched) < MAX_ORDER_ROWS:
+                analysis.mismatched.append(row)
     analysis.steps = len(rows)
     analysis.schedule_mismatch_ranks = tuple(sorted(schedule_ranks))
     analysis.cache_mismatch_ranks = tuple(sorted(cache_ranks))
@@ -582,6 +588,17 @@ def analyse_compile_time(ranks: Sequence[RankSummary]) -> CompileTimeAnalysis:
 
 
 # -- the whole report ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Phrase:
+    """A piece of a sentence: text, linked to its evidence when there is some."""
+
+    text: str
+    evidence: Evidence | None = None
+
+
+Sentence = tuple[Phrase, ...]
+
+
 @dataclass
 class Divergence:
     """One line of the landing page's warning box."""
@@ -590,6 +607,8 @@ class Divergence:
     message: str  # starts with tlparse's wording where tlparse had one
     groups_title: str | None = None
     groups: list[Ranks] = field(default_factory=list)
+    details: list[Sentence] = field(default_factory=list)  # what differs, in words (capped)
+    more: int = 0  # sentences left out of ``details``
 
 
 @dataclass
@@ -621,6 +640,298 @@ class MultiRankReport:
         return [(r.rank, p) for r in self.ranks for p in r.problems]
 
 
+# -- what differs, in words ------------------------------------------------------------------
+#: Sentences under one warning, and compile ids named in one sentence: the warning box says
+#: what differs at a glance, the sections below list everything.
+MAX_DETAILS = 4
+MAX_IDS = 6
+
+UnitMaps = Mapping[int, Mapping[str, UnitSummary]]
+
+_CACHE_VERBS = {"miss": "missed", "hit": "hit", "bypass": "bypassed"}
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _capped(sentences: list[Sentence], total: int | None = None) -> tuple[list[Sentence], int]:
+    total = len(sentences) if total is None else total
+    return sentences[:MAX_DETAILS], max(0, total - MAX_DETAILS)
+
+
+def _id_list(ids: Sequence[tuple[str, Evidence | None]]) -> list[Phrase]:
+    """``[0/1], [0/2] and 3 more``, each id linked to its evidence."""
+    phrases: list[Phrase] = []
+    for index, (key, evidence) in enumerate(ids[:MAX_IDS]):
+        if index:
+            phrases.append(Phrase(", "))
+        phrases.append(Phrase(key, evidence))
+    if len(ids) > MAX_IDS:
+        phrases.append(Phrase(f" and {len(ids) - MAX_IDS} more"))
+    return phrases
+
+
+def _evidence(units: UnitMaps, rank: int, key: str, artifact: int | None = None) -> Evidence | None:
+    unit = units.get(rank, {}).get(key)
+    return Evidence(rank, unit.dirname, artifact) if unit is not None else None
+
+
+def set_details(
+    comparison: Comparison,
+    units: UnitMaps,
+    did: str,
+    did_not: str,
+    artifact: Callable[[UnitSummary], int | None] = lambda unit: None,
+) -> tuple[list[Sentence], int]:
+    """Which compile ids each group outside the largest has that the largest lacks, and the
+    reverse (a variant with evidence *has* the id): "rank 1 compiled 2 compile ids that
+    ranks 0, 2 did not: [3/0], [4/0]". Each id links to the rank the sentence names that has
+    it (at ``artifact(unit)``)."""
+
+    def evidence(rank: int, key: str) -> Evidence | None:
+        unit = units.get(rank, {}).get(key)
+        return Evidence(rank, unit.dirname, artifact(unit)) if unit is not None else None
+
+    if not comparison.divergent:
+        return [], 0
+    ref, others = comparison.groups[0], comparison.groups[1:]
+    them = ranks_phrase(ref)
+    extras: dict[Ranks, list[tuple[str, Evidence | None]]] = {g: [] for g in others}
+    missings: dict[Ranks, list[tuple[str, Evidence | None]]] = {g: [] for g in others}
+    for difference in comparison.differences:
+        has = {r for v in difference.variants if v.evidence is not None for r in v.ranks}
+        ref_has = ref[0] in has
+        for group in others:
+            if group[0] in has and not ref_has:
+                extras[group].append((difference.key, evidence(group[0], difference.key)))
+            elif ref_has and group[0] not in has:
+                missings[group].append((difference.key, evidence(ref[0], difference.key)))
+    sentences: list[Sentence] = []
+    for group in others:
+        extra, missing = extras[group], missings[group]
+        who = ranks_phrase(group)
+        if extra:
+            lead = f"{who} {did} {_plural(len(extra), 'compile id')} that {them} did not: "
+            sentences.append((Phrase(lead), *_id_list(extra)))
+        if missing:
+            lead = (
+                f"{who} did not {did_not} {_plural(len(missing), 'compile id')} that {them} did: "
+            )
+            sentences.append((Phrase(lead), *_id_list(missing)))
+    return _capped(sentences)
+
+
+def _per_variant(
+    comparison: Comparison, sentence: Callable[[str, Ranks, Ranks], Sentence]
+) -> tuple[list[Sentence], int]:
+    """One sentence per compile id and group that differs from the id's largest group."""
+    sentences: list[Sentence] = []
+    total = 0
+    for difference in comparison.differences:
+        ref = difference.variants[0].ranks
+        for variant in difference.variants[1:]:
+            total += 1
+            if len(sentences) < MAX_DETAILS:
+                sentences.append(sentence(difference.key, variant.ranks, ref))
+    return _capped(sentences, total)
+
+
+def cache_details(comparison: Comparison, units: UnitMaps) -> tuple[list[Sentence], int]:
+    """Per compile id, the first lookup that differs: *rank 0 missed fx_graph_cache (lookup 1)
+    for [1/0] where ranks 1–3 hit*."""
+
+    def lookup(events: Sequence[CacheEvent], at: int) -> tuple[str, CacheEvent | None]:
+        if at < len(events):
+            event = events[at]
+            return f"{_CACHE_VERBS[event.status]} {_cache_name(event.name)}", event
+        if not events:
+            return "made no cache lookup", None
+        return f"made only {_plural(len(events), 'cache lookup')}", events[-1]
+
+    def sentence(key: str, who: Ranks, ref: Ranks) -> Sentence:
+        mine, theirs = units[who[0]].get(key), units[ref[0]].get(key)
+        events = mine.cache if mine else ()
+        ref_events = theirs.cache if theirs else ()
+        at = _first_difference([[(e.status, e.name) for e in seq] for seq in (events, ref_events)])
+        text, event = lookup(events, at)
+        ref_text, ref_event = lookup(ref_events, at)
+        if at < len(events):
+            text += f" (lookup {at + 1})"
+            same_cache = at < len(ref_events) and _cache_name(events[at].name) == _cache_name(
+                ref_events[at].name
+            )
+            if same_cache:
+                ref_text = _CACHE_VERBS[ref_events[at].status]  # "where rank 1 hit"
+        return (
+            Phrase(f"{ranks_phrase(who)} {text} for "),
+            Phrase(key, _evidence(units, who[0], key, event.number if event else None)),
+            Phrase(f" where {ranks_phrase(ref)} "),
+            Phrase(
+                ref_text, _evidence(units, ref[0], key, ref_event.number if ref_event else None)
+            ),
+        )
+
+    return _per_variant(comparison, sentence)
+
+
+def _cache_name(artifact_name: str) -> str:
+    """``fx_graph_cache_miss`` → ``fx_graph_cache``."""
+    stem, _, status = artifact_name.rpartition("_")
+    return stem if status in _CACHE_VERBS and stem else artifact_name
+
+
+def collective_details(comparison: Comparison, units: UnitMaps) -> tuple[list[Sentence], int]:
+    """The first collective that differs: *rank 1 scheduled all_gather_into_tensor as
+    collective 5 of 12 for [0/0] where ranks 0, 2 scheduled all_reduce_*."""
+
+    def scheduled(ops: Sequence[str] | None, at: int, *, short: bool = False) -> str:
+        if not ops:
+            return "scheduled no collectives"
+        if at < len(ops):
+            where = "" if short else f" as collective {at + 1} of {len(ops)}"
+            return f"scheduled {short_op(ops[at])}{where}"
+        return f"scheduled only {_plural(len(ops), 'collective')}"
+
+    def sentence(key: str, who: Ranks, ref: Ranks) -> Sentence:
+        mine, theirs = units[who[0]].get(key), units[ref[0]].get(key)
+        ops = mine.schedule if mine else None
+        ref_ops = theirs.schedule if theirs else None
+        at = _first_difference([ops or (), ref_ops or ()])
+        both = bool(ops and ref_ops and at < len(ops) and at < len(ref_ops))
+        return (
+            Phrase(f"{ranks_phrase(who)} {scheduled(ops, at)} for "),
+            Phrase(key, _evidence(units, who[0], key, mine.schedule_artifact if mine else None)),
+            Phrase(f" where {ranks_phrase(ref)} "),
+            Phrase(
+                scheduled(ref_ops, at, short=both),
+                _evidence(units, ref[0], key, theirs.schedule_artifact if theirs else None),
+            ),
+        )
+
+    return _per_variant(comparison, sentence)
+
+
+def tensor_meta_details(comparison: Comparison, units: UnitMaps) -> tuple[list[Sentence], int]:
+    """Only fingerprints are kept, so which ids differ: *rank 1's tensor metadata (shapes,
+    dtypes or strides) for [0/0] differs from ranks 0, 2's*."""
+
+    def sentence(key: str, who: Ranks, ref: Ranks) -> Sentence:
+        mine, theirs = units[who[0]].get(key), units[ref[0]].get(key)
+        ev = _evidence(units, who[0], key, mine.tensor_meta_artifact if mine else None)
+        ref_ev = _evidence(units, ref[0], key, theirs.tensor_meta_artifact if theirs else None)
+        who_text, ref_text = ranks_phrase(who), ranks_phrase(ref)
+        if mine is None or mine.tensor_meta is None:
+            return (
+                Phrase(f"{who_text} logged no tensor metadata for {key} where {ref_text} "),
+                Phrase("did", ref_ev),
+            )
+        if theirs is None or theirs.tensor_meta is None:
+            return (
+                Phrase(f"{who_text} logged tensor metadata for "),
+                Phrase(key, ev),
+                Phrase(f" where {ref_text} logged none"),
+            )
+        return (
+            Phrase(f"{who_text}'s tensor metadata (shapes, dtypes or strides) for "),
+            Phrase(key, ev),
+            Phrase(" differs from "),
+            Phrase(f"{ref_text}'s", ref_ev),
+        )
+
+    return _per_variant(comparison, sentence)
+
+
+def parity_details(parity: ParityAnalysis) -> tuple[list[Sentence], int]:
+    """Each graph's mismatch: *rank 1: [0/0] calls 3 collectives where the schedule has 2 (1
+    missing or extra by kind), 1 collective never waited for (no wait_tensor)*."""
+    sentences: list[Sentence] = []
+    total = 0
+    for group in parity.groups:
+        for finding in group.findings:
+            total += 1
+            if len(sentences) >= MAX_DETAILS:
+                continue
+            evidence = Evidence(group.ranks[0], finding.graph, finding.artifact)
+            what = []
+            if finding.offset:
+                what.append(
+                    f"calls {_plural(finding.called, 'collective')} where the schedule has "
+                    f"{finding.scheduled} ({finding.offset} missing or extra by kind)"
+                )
+            if finding.missing_waits:
+                what.append(
+                    f"{_plural(finding.missing_waits, 'collective')} never waited for "
+                    "(no wait_tensor)"
+                )
+            sentences.append(
+                (
+                    Phrase(f"{ranks_phrase(group.ranks)}: "),
+                    Phrase(finding.compile_id, evidence),
+                    Phrase(" " + ", ".join(what)),
+                )
+            )
+    return _capped(sentences, total)
+
+
+def execution_order_details(
+    analysis: ExecOrderAnalysis, units: UnitMaps
+) -> tuple[list[Sentence], int]:
+    """The flagged steps: *at step 3, rank 1 ran [2/0] where ranks 0, 2 ran [1/0] (different
+    collective schedules)*."""
+    sentences: list[Sentence] = []
+    for row in analysis.mismatched[:MAX_DETAILS]:
+        issue = " and ".join(
+            text
+            for name, text in (
+                (SCHEDULE_MISMATCH, "different collective schedules"),
+                (CACHE_MISMATCH, "different cache outcomes"),
+            )
+            if name in row.issues
+        )
+        groups = row.groups()
+        ref, ref_key = groups[0]
+        step = f"at step {row.index + 1}, "
+        if len(groups) == 1:
+            sentences.append(
+                (
+                    Phrase(f"{step}{ranks_phrase(ref)} ran "),
+                    Phrase(ref_key, _evidence(units, ref[0], ref_key)),
+                    Phrase(f" with {issue}"),
+                )
+            )
+            continue
+        who, key = groups[1]
+        sentences.append(
+            (
+                Phrase(f"{step}{ranks_phrase(who)} ran "),
+                Phrase(key, _evidence(units, who[0], key)),
+                Phrase(f" where {ranks_phrase(ref)} ran "),
+                Phrase(ref_key, _evidence(units, ref[0], ref_key)),
+                Phrase(f" ({issue})"),
+            )
+        )
+    return _capped(sentences, analysis.mismatched_total)
+
+
+def compile_time_details(analysis: CompileTimeAnalysis) -> tuple[list[Sentence], int]:
+    """The compile id behind the skew: *the widest gap for one compile id is [4/0]: rank 0
+    took 15.72 s where rank 1 took 15.57 s*."""
+    if not analysis.top:
+        return [], 0
+    top = analysis.top[0]
+    return [
+        (
+            Phrase("the widest gap for one compile id is "),
+            Phrase(top.key, top.evidence),
+            Phrase(
+                f": rank {top.slowest_rank} took {top.slowest_s:.2f} s where "
+                f"rank {top.fastest_rank} took {top.fastest_s:.2f} s"
+            ),
+        )
+    ], 0
+
+
 def analyse(ranks: Sequence[RankSummary]) -> MultiRankReport:
     """Run every cross-rank analysis (ranks whose log could not be read are left out)."""
     readable = [r for r in sorted(ranks, key=lambda r: r.rank) if r.ok]
@@ -642,6 +953,7 @@ def analyse(ranks: Sequence[RankSummary]) -> MultiRankReport:
 
 def _divergences(report: MultiRankReport) -> list[Divergence]:
     found = []
+    units = {r.rank: r.unit_map() for r in report.ranks if r.ok}
     for summary in report.unreadable:
         found.append(
             Divergence("ranks", f"Rank {summary.rank}'s log could not be read: {summary.error}")
@@ -657,6 +969,7 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 "timeouts during distributed execution.",
                 "Compilation ID groups:",
                 report.compile_ids.groups,
+                *set_details(report.compile_ids, units, "compiled", "compile"),
             )
         )
     if report.cache.divergent:
@@ -666,6 +979,7 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 "Diverging Cache hit/miss patterns detected across ranks.",
                 "Cache hit/miss pattern groups:",
                 report.cache.groups,
+                *cache_details(report.cache, units),
             )
         )
     if report.collectives.divergent:
@@ -676,6 +990,7 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 "to hangs or timeouts during distributed execution.",
                 "Collective operation sequence groups:",
                 report.collectives.groups,
+                *collective_details(report.collectives, units),
             )
         )
     if report.parity.ranks_with_findings:
@@ -685,6 +1000,9 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 "parity",
                 f"Output code does not match the collective schedule on {ranks} "
                 "(collectives missing, extra or never waited for).",
+                None,
+                [],
+                *parity_details(report.parity),
             )
         )
     if report.tensor_meta.divergent:
@@ -694,6 +1012,7 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 "Diverging inductor tensor metadata detected across ranks.",
                 "Tensor metadata groups:",
                 report.tensor_meta.groups,
+                *tensor_meta_details(report.tensor_meta, units),
             )
         )
     order = report.exec_order
@@ -703,6 +1022,9 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 "execution-order",
                 "At some steps of the graph execution order, ranks run graphs with different "
                 "collective schedules or cache outcomes.",
+                None,
+                [],
+                *execution_order_details(order, units),
             )
         )
     if report.runtime.available and not report.runtime.complete:
@@ -712,6 +1034,13 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 "Ranks logged runtime estimates for different compile ids.",
                 "Runtime estimate coverage groups:",
                 report.runtime.coverage.groups,
+                *set_details(
+                    report.runtime.coverage,
+                    units,
+                    "estimated the runtime of",
+                    "estimate",
+                    lambda unit: unit.runtime_artifact,
+                ),
             )
         )
     if report.compile_time.notable:
@@ -724,6 +1053,9 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 f"{who[0].upper()}{who[1:]} compiled longest: {slow[1]:.1f} s, "
                 f"{report.compile_time.skew_s:.1f} s more than the fastest rank "
                 f"(median {report.compile_time.median:.1f} s).",
+                None,
+                [],
+                *compile_time_details(report.compile_time),
             )
         )
     return found

@@ -1,7 +1,9 @@
 """The landing page of a multi-rank report: did the ranks do the same thing?
 
-A warning box lists the divergences first, then one section per analysis groups the ranks that
-agree and links the compile ids where they differ to the evidence on each rank's pages
+A warning box lists the divergences first, each followed by a few sentences saying in words what
+differs (which compile ids, cache lookups or collectives, on which ranks, each linked to its
+evidence), then one section per analysis groups the ranks that agree and links the compile ids
+where they differ to the evidence on each rank's pages
 (``rank_<N>/index.md``, ``rank_<N>/<dirname>/index.md``). The page grows with the number of
 ranks and of *differing* compile ids (capped), never with ranks × compile ids.
 

@@ -43,6 +43,10 @@ OPEN_KINDS = {
     "inductor_output_code",
 }
 OPEN_LINE_LIMIT = 300
+#: The landing page of a multi-rank site, from a rank report's root (``DIR/rank_<N>/``). A
+#: plain ``.html`` link: the landing is outside the rank's docs, and ``file://`` needs a file.
+LANDING_HREF = "../index.html"
+
 #: With more frames than this, the navigation lists only the frames index.
 MAX_FRAMES_IN_NAV = 40
 _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
@@ -232,6 +236,8 @@ class ReportRenderer:
                 entries += [{title: f"{p}{path}"} for title, path in frame_nav]
             tree.nav.append({"Frames": entries})
         _extra_pages().extend_tree(self, tree)  # provenance, kernel traces, draft-export report
+        if self.trace.job_ranks is not None:  # a rank of a multi-rank site: back to its landing
+            tree.nav.insert(0, {"All ranks": f"{p}{LANDING_HREF}"})
         tree.nav = escaped_nav(tree.nav)
         return tree
 
@@ -277,6 +283,8 @@ class ReportRenderer:
             "status": self.status,
             "function_of": self.function_of,
             "notes": trace.notes,
+            "landing_href": LANDING_HREF,
+            "job_article": _article(trace.job_ranks or 0),
             "export_lead": _extra_pages().export_lead(self),
         }
         return Page("index.md", render_markdown("overview.md", **context), "Overview")
@@ -636,6 +644,13 @@ def _chart_rows(times: Iterable[CompileTime]) -> list[dict[str, Any]]:
 def _chart_label_width(rows: list[dict[str, Any]]) -> int:
     """Room for the longest compile id at the chart's font size (monospace-wide, to be safe)."""
     return 12 + 8 * max((len(r["label"]) for r in rows), default=0)
+
+
+def _article(number: int) -> str:
+    """``a`` or ``an`` before a number said aloud: an 8-, 11-, 18-, 80- or 11000-rank job."""
+    digits = str(number)
+    lead = digits[: (len(digits) - 1) % 3 + 1]  # the first group of three, as it is read
+    return "an" if lead.startswith("8") or lead in ("11", "18") else "a"
 
 
 def escaped_nav(nav: Any) -> Any:

@@ -1,5 +1,5 @@
 /*
- * tlsite page behaviour: expand/collapse for stack tries.
+ * tlsite page behaviour: expand/collapse for stack tries, line links, the multi-rank search.
  *
  * Markup (written by tlsite's renderer):
  *   <li class="trie-node"><span class="trie-toggle"></span> frame text <ul>...children...</ul></li>
@@ -53,8 +53,26 @@
     });
   }
 
+  // The landing page of a multi-rank site searches itself only (each rank's report has its own
+  // index): its box says so, and each rank's "Search" link (rank_N/index.html?q=, which opens
+  // Material's search there) carries what was typed here.
+  function bindRankSearch() {
+    var links = document.querySelectorAll("a.tlsite-rank-search");
+    var box = document.querySelector('input[data-md-component="search-query"]');
+    if (!links.length || !box || box.hasAttribute("data-rank-search")) return;
+    box.setAttribute("data-rank-search", "");
+    box.setAttribute("placeholder", "Search this page only");
+    box.addEventListener("input", function () {
+      links.forEach(function (link) {
+        var base = link.getAttribute("href").split("?")[0];
+        link.setAttribute("href", base + "?q=" + encodeURIComponent(box.value));
+      });
+    });
+  }
+
   function bindAll() {
     document.querySelectorAll("li.trie-node").forEach(bindNode);
+    bindRankSearch();
     showLine();
   }
 
