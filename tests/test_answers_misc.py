@@ -1,0 +1,81 @@
+"""Issue #16, points 13, 14, 18 and 19: symbolic shapes per symbol, provenance pages, the
+draft-export overview, the 404 page and two-column tables, checked on real traces."""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus import FIXTURE_TRACES, TLPARSE_INPUTS
+
+from tlsite.cli import build
+
+DYNAMIC = FIXTURE_TRACES / "dynamic_shapes" / "dynamic_shapes.log"
+EXPORT_DRAFT = FIXTURE_TRACES / "export_draft" / "export_draft.log"
+
+
+@pytest.fixture(scope="module")
+def site_of(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``site_of(trace) -> Path``: the trace's site, built once per module."""
+
+    @functools.cache
+    def site(trace: Path) -> Path:
+        out = tmp_path_factory.mktemp(trace.stem[:40]) / "site"
+        build(str(trace), out, make_zip=False)
+        return out
+
+    return site
+
+
+def text_of(fragment: str) -> str:
+    fragment = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", fragment)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def table_rows(fragment: str) -> list[list[str]]:
+    """Every body row of every table in ``fragment``, as cell texts."""
+    rows = []
+    for body in re.findall(r"(?s)<tbody>(.*?)</tbody>", fragment):
+        for row in re.findall(r"(?s)<tr>(.*?)</tr>", body):
+            rows.append([text_of(c) for c in re.findall(r"(?s)<t[dh]\b[^>]*>(.*?)</t[dh]>", row)])
+    return rows
+
+
+def section(page_html: str, heading_text: str) -> str:
+    """From the h2 whose text contains ``heading_text`` to the next h2."""
+    for match in re.finditer(r"(?s)<h2\b.*?</h2>", page_html):
+        if heading_text in text_of(match.group(0)):
+            end = page_html.find("<h2", match.end())
+            return page_html[match.start() : end if end >= 0 else len(page_html)]
+    raise AssertionError(f"no section {heading_text!r}")
+
+
+# -- 13. symbolic shapes ------------------------------------------------------------------------
+def test_symbolic_shapes_one_row_per_symbol_with_source_range_and_user_line(site_of: Any) -> None:
+    """dynamic_shapes.log: compile 0/0 creates s77 = L['x'].size()[0] (value 4, range
+    [2, int_oo]) at dynamic_shapes.py:19 and guards s77 > 2 at line 21; s27 is specialized."""
+    page = (site_of(DYNAMIC) / "symbolic_shapes.html").read_text(encoding="utf-8")
+    rows = {row[0]: row for row in table_rows(section(page, "[0/0]"))}
+    assert sorted(rows) == ["s27", "s77"]  # one row per symbol, not one per record
+    s77 = rows["s77"]
+    assert s77[1:4] == ["L['x'].size()[0]", "4", "[2, int_oo]"]
+    assert "dynamic_shapes.py:19" in s77[4] and "if x.shape[1] == 8:" in s77[4]
+    assert "s77 > 2 at dynamic_shapes.py:21" in s77[5]
+    assert "s27 = 8 specialized (range_refined_to_singleton)" in rows["s27"][5]
+    # symbols belong to one compile: 1/0 has its own s77, created at line 30 with value 5
+    later = {row[0]: row for row in table_rows(section(page, "[1/0]"))}
+    assert later["s77"][2] == "5" and "dynamic_shapes.py:30" in later["s77"][4]
+    assert "u0 (unbacked)" in later and "u0 >= 1" in later["u0 (unbacked)"][5]
+
+
+def test_export_guard_names_its_symbol_source(site_of: Any) -> None:
+    """tlparse's export.log: s0 is never created in the trace, but its guards say its source."""
+    page = (site_of(TLPARSE_INPUTS / "export.log") / "symbolic_shapes.html").read_text("utf-8")
+    rows = {row[0]: row for row in table_rows(page)}
+    assert rows["s0"][1] == "L['args'][0][1].size()[0]"
+    assert "not logged" in rows["s0"][4]
+    assert "(((-u0)//3)) + 5 < 2*s0" in rows["s0"][5]
