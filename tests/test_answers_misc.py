@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import functools
 import html
+import itertools
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus import FIXTURE_TRACES, TLPARSE_INPUTS
+from corpus import FIXTURE_TRACES, TLPARSE_INPUTS, TORCH_213
 
 from tlsite.cli import build
 
@@ -79,3 +80,56 @@ def test_export_guard_names_its_symbol_source(site_of: Any) -> None:
     assert rows["s0"][1] == "L['args'][0][1].size()[0]"
     assert "not logged" in rows["s0"][4]
     assert "(((-u0)//3)) + 5 < 2*s0" in rows["s0"][5]
+
+
+# -- 14. provenance -----------------------------------------------------------------------------
+def provenance_trace() -> Path:
+    """torch 2.13's provenance run (tests/fixtures/README.md): a training compile [0/1] with a
+    forward mapping and an empty backward one (``{"version": 2.0}``) though its code has
+    kernels."""
+    logs = sorted((TORCH_213 / "provenance").glob("*.log"))
+    assert logs, "corpus trace missing: torch-2.13/provenance"
+    return logs[0]
+
+
+def test_backward_provenance_page_does_not_deny_its_kernels(site_of: Any) -> None:
+    page = (site_of(provenance_trace()) / "provenance_tracking_-_0_1_0.html").read_text("utf-8")
+    match = re.search(r"(?s)<article\b.*?</article>", page)
+    assert match is not None
+    intro = text_of(match.group(0).split('class="tlsite-prov-wrap"')[0])
+    assert "no kernels" not in intro
+    code = text_of(page.split('id="generatedCode"')[1])
+    kernels = re.findall(r"(cpp_fused_\w+) = async_compile", code)
+    assert len(kernels) == 3
+    assert "defines 3 kernels" in intro and all(k in intro for k in kernels)
+    # the introduction names the backward graph, and does not claim it came from the pre-grad one
+    assert "backward graph" in intro
+    assert "turned the pre-grad graph into the post-grad graph" not in intro
+    forward = (site_of(provenance_trace()) / "provenance_tracking_-_0_1_0.1.html").read_text(
+        "utf-8"
+    )
+    assert "forward graph: how Inductor turned the pre-grad graph" in text_of(forward)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("width", "stacked"), [(390, True), (1280, False)])
+def test_provenance_panes_stack_on_a_phone(
+    site_of: Any, open_site: Any, width: int, stacked: bool
+) -> None:
+    page, report = open_site(site_of(provenance_trace()) / "provenance_tracking_-_0_1_0.1.html")
+    page.set_viewport_size({"width": width, "height": 844})
+    boxes = [
+        page.locator(f"#{pane}").bounding_box()
+        for pane in ("preGradGraph", "postGradGraph", "generatedCode")
+    ]
+    assert all(box is not None for box in boxes)
+    if stacked:  # one above the other, each the width of the content and a readable height
+        for upper, lower in itertools.pairwise(boxes):
+            assert lower["y"] >= upper["y"] + upper["height"] - 1
+            assert lower["width"] == pytest.approx(upper["width"], abs=1)
+        assert all(box["width"] > 0.8 * width and box["height"] > 300 for box in boxes)
+        assert not page.locator(".tlsite-prov-divider").first.is_visible()
+    else:  # side by side
+        assert boxes[1]["x"] > boxes[0]["x"] + boxes[0]["width"] - 1
+        assert boxes[0]["y"] == pytest.approx(boxes[1]["y"], abs=1)
+    assert report.console_errors == []
