@@ -37,6 +37,11 @@ def text_of(fragment: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
 
 
+def inline_text(fragment: str) -> str:
+    """The text of inline HTML, as read: tags dropped without adding spaces."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
 def table_rows(fragment: str) -> list[list[str]]:
     """Every body row of every table in ``fragment``, as cell texts."""
     rows = []
@@ -56,30 +61,49 @@ def section(page_html: str, heading_text: str) -> str:
 
 
 # -- 13. symbolic shapes ------------------------------------------------------------------------
-def test_symbolic_shapes_one_row_per_symbol_with_source_range_and_user_line(site_of: Any) -> None:
+def symbol_entries(fragment: str) -> dict[str, tuple[str, list[str]]]:
+    """The page's symbol list: name → (its line, the lines listed under it)."""
+    entries: dict[str, tuple[str, list[str]]] = {}
+    for item in re.findall(r"(?s)<li>(<code>.*?)(?=<li><code>|</ul>\s*$|</ul>\s*<)", fragment):
+        head, _, rest = item.partition("<ul>")
+        under = [inline_text(li) for li in re.findall(r"(?s)<li>(.*?)</li>", rest)]
+        text = inline_text(head)
+        entries[text.split(" ", 1)[0]] = (text, under)
+    return entries
+
+
+def test_symbolic_shapes_one_entry_per_symbol_with_source_range_and_user_line(
+    site_of: Any,
+) -> None:
     """dynamic_shapes.log: compile 0/0 creates s77 = L['x'].size()[0] (value 4, range
     [2, int_oo]) at dynamic_shapes.py:19 and guards s77 > 2 at line 21; s27 is specialized."""
     page = (site_of(DYNAMIC) / "symbolic_shapes.html").read_text(encoding="utf-8")
-    rows = {row[0]: row for row in table_rows(section(page, "[0/0]"))}
-    assert sorted(rows) == ["s27", "s77"]  # one row per symbol, not one per record
-    s77 = rows["s77"]
-    assert s77[1:4] == ["L['x'].size()[0]", "4", "[2, int_oo]"]
-    assert "dynamic_shapes.py:19" in s77[4] and "if x.shape[1] == 8:" in s77[4]
-    assert "s77 > 2 at dynamic_shapes.py:21" in s77[5]
-    assert "s27 = 8 specialized (range_refined_to_singleton)" in rows["s27"][5]
+    first = symbol_entries(section(page, "[0/0]"))
+    assert sorted(first) == ["s27", "s77"]  # one entry per symbol, not one per record
+    line, under = first["s77"]
+    assert line.startswith(
+        "s77 = L['x'].size()[0], value 4, range [2, int_oo], created at dynamic_shapes.py:19:"
+        " if x.shape[1] == 8:"
+    )
+    assert under == [
+        "guard s77 > 2 at dynamic_shapes.py:21: if x.shape[0] > 2: # guard s0 > 2 (stays symbolic)"
+    ]
+    assert any(
+        u.startswith("specialization s27 = 8 (range_refined_to_singleton)") for u in first["s27"][1]
+    )
     # symbols belong to one compile: 1/0 has its own s77, created at line 30 with value 5
-    later = {row[0]: row for row in table_rows(section(page, "[1/0]"))}
-    assert later["s77"][2] == "5" and "dynamic_shapes.py:30" in later["s77"][4]
-    assert "u0 (unbacked)" in later and "u0 >= 1" in later["u0 (unbacked)"][5]
+    later = symbol_entries(section(page, "[1/0]"))
+    assert "value 5" in later["s77"][0] and "dynamic_shapes.py:30" in later["s77"][0]
+    assert later["u0"][0].startswith("u0 (unbacked), range [-int_oo, int_oo]")
+    assert "guard u0 >= 1" in later["u0"][1]
 
 
 def test_export_guard_names_its_symbol_source(site_of: Any) -> None:
     """tlparse's export.log: s0 is never created in the trace, but its guards say its source."""
     page = (site_of(TLPARSE_INPUTS / "export.log") / "symbolic_shapes.html").read_text("utf-8")
-    rows = {row[0]: row for row in table_rows(page)}
-    assert rows["s0"][1] == "L['args'][0][1].size()[0]"
-    assert "not logged" in rows["s0"][4]
-    assert "(((-u0)//3)) + 5 < 2*s0" in rows["s0"][5]
+    line, under = symbol_entries(page)["s0"]
+    assert line == "s0 = L['args'][0][1].size()[0] (its creation is not in this trace)"
+    assert "guard (((-u0)//3)) + 5 < 2*s0 at torch._check(a < z.shape[0])" in under
 
 
 # -- 14. provenance -----------------------------------------------------------------------------

@@ -26,6 +26,16 @@ CONSTRAINT_TYPES = (
     "propagate_real_tensors_provenance",
     "guard_on_data_dependent_error",
 )
+#: How each record type is named on the page.
+_KINDS = {
+    "guard_added": "guard",
+    "guard_added_fast": "guard",
+    "symbolic_shape_specialization": "specialization",
+    "expression_created": "expression",
+    "propagate_real_tensors": "real-tensor check",
+    "propagate_real_tensors_provenance": "data-dependent guard",
+    "guard_on_data_dependent_error": "data-dependent guard",
+}
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
@@ -43,8 +53,9 @@ class Constraint:
     """A guard, specialization or real-tensor check on one or more symbols."""
 
     type: str
+    kind: str  # what the record is, in words: "guard", "specialization", ...
     expr: str
-    outcome: str  # "specialized to 8 (range_refined_to_singleton)", "result False", ""
+    outcome: str  # "(range_refined_to_singleton)", "→ False", "(by neg)", ""
     site: Site
     line: int  # the record's line in the trace
 
@@ -113,16 +124,17 @@ def _constraint(event: Event) -> Constraint:
     if event.type == "symbolic_shape_specialization":
         expr = f"{meta.get('symbol', '')} = {_text(meta.get('value'))}"
         reason = _text(meta.get("reason"))
-        outcome = f"specialized ({reason})" if reason else "specialized"
+        outcome = f"({reason})" if reason else ""
     elif event.type == "expression_created":
         expr = _text(meta.get("result"))
         method = _text(meta.get("method"))
-        outcome = f"expression created by {method}" if method else "expression created"
+        outcome = f"(by {method})" if method else ""
     else:
         expr = _text(meta.get("expr") or meta.get("symbol") or meta.get("op"))
         result = meta.get("result")
-        outcome = f"result {_text(result)}" if result is not None else _text(meta.get("reason"))
-    return Constraint(event.type, expr, outcome, _site(event), event.line)
+        outcome = f"→ {_text(result)}" if result is not None else _text(meta.get("reason"))
+    kind = _KINDS.get(event.type, event.type.replace("_", " "))
+    return Constraint(event.type, kind, expr, outcome, _site(event), event.line)
 
 
 def _sources(event: Event) -> dict[str, str]:
@@ -156,12 +168,12 @@ def _site(event: Event) -> Site:
         return Site(
             f"{frame.short_filename.rsplit('/', 1)[-1]}:{frame.line}",
             frame.describe(),
-            frame.loc or "",
+            " ".join((frame.loc or "").split()),
         )
     # Export guards log no user stack, only the user line's text and locals.
     locals_ = event.meta.get("frame_locals")
     if isinstance(locals_, dict) and locals_.get("loc"):
-        return Site(code=_text(locals_["loc"]))
+        return Site(code=" ".join(_text(locals_["loc"]).split()))
     return Site()
 
 

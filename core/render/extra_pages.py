@@ -480,6 +480,7 @@ def export_lead(renderer: ReportRenderer) -> dict[str, Any] | None:
     return {
         "href": EXPORT_REPORT,
         "failures": [_failure_view(renderer, f, n) for n, f in enumerate(report.failures, 1)],
+        "counts": list(Counter(f.type for f in report.failures).items()),
         "has_program": report.exported_program is not None,
         "types": _TYPES,
     }
