@@ -135,6 +135,7 @@ def test_backward_provenance_page_does_not_deny_its_kernels(site_of: Any) -> Non
     assert "forward graph: how Inductor turned the pre-grad graph" in text_of(forward)
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.parametrize(("width", "stacked"), [(390, True), (1280, False)])
 def test_provenance_panes_stack_on_a_phone(
@@ -157,3 +158,108 @@ def test_provenance_panes_stack_on_a_phone(
         assert boxes[1]["x"] > boxes[0]["x"] + boxes[0]["width"] - 1
         assert boxes[0]["y"] == pytest.approx(boxes[1]["y"], abs=1)
     assert report.console_errors == []
+
+
+# -- 18. the draft-export overview --------------------------------------------------------------
+def glance_rows(page_html: str) -> dict[str, str]:
+    """The overview's "At a glance" facts: label → value."""
+    part = section(page_html, "At a glance")
+    return {
+        text_of(label): text_of(value)
+        for label, value in re.findall(r'(?s)<th scope="row">(.*?)</th>\s*<td>(.*?)</td>', part)
+    }
+
+
+def test_draft_export_overview_is_titled_and_summarised_as_an_export(site_of: Any) -> None:
+    site = site_of(EXPORT_DRAFT)
+    page = (site / "index.html").read_text(encoding="utf-8")
+    h1 = re.search(r"(?s)<h1\b[^>]*>(.*?)</h1>", page)
+    assert h1 is not None
+    assert text_of(h1.group(1)).startswith("Draft-export report: export_draft.log")
+    facts = glance_rows(page)
+    assert facts["Draft export"] == "4 issues found"
+    assert facts["Issues by kind"] == (
+        "1 × Guard Evaluated, 1 × Data Dependent Error, 1 × Missing Fake Kernel,"
+        " 1 × Mismatched Fake Kernel"
+    )
+    assert facts["Exported program"] == "logged"
+    # nothing of torch.compile's, which compiled nothing here: no table of zeros
+    for label in ("Frames compiled", "Compile ids", "Graph breaks", "Total compile time"):
+        assert label not in facts
+    # an ordinary trace keeps its torch.compile title and summary
+    other = (site_of(DYNAMIC) / "index.html").read_text(encoding="utf-8")
+    assert "torch.compile report: dynamic_shapes.log" in text_of(other)
+    assert glance_rows(other)["Compile ids"] == "2"
+
+
+# -- 19. two-column tables and the 404 page ------------------------------------------------------
+@pytest.mark.parametrize("trace", [DYNAMIC, EXPORT_DRAFT], ids=lambda p: p.stem)
+def test_no_table_has_an_empty_header_row(site_of: Any, trace: Path) -> None:
+    """Label/value tables (overview, compile-id summary, export issues) label their rows."""
+    site = site_of(trace)
+    pages = sorted(site.rglob("*.html"))
+    assert len(pages) > 5
+    labelled = 0
+    for path in pages:
+        page = path.read_text(encoding="utf-8")
+        for head in re.findall(r"(?s)<thead>(.*?)</thead>", page):
+            assert text_of(head), f"{path.relative_to(site)}: a table with an empty header row"
+        labelled += page.count('<th scope="row">')
+    assert labelled > 10
+
+
+def _loaded_stylesheets(page: Any) -> list[str]:
+    return page.evaluate(
+        "[...document.styleSheets].filter(s => { try { return s.cssRules.length > 0 }"
+        " catch (e) { return true } }).map(s => s.href || '')"
+    )
+
+
+@pytest.mark.browser
+def test_404_page_works_from_disk(site_of: Any, open_site: Any) -> None:
+    site = site_of(DYNAMIC)
+    page, report = open_site(site / "404.html")
+    sheets = _loaded_stylesheets(page)
+    assert any(s.endswith("/assets/tlsite/tlsite.css") for s in sheets), sheets
+    assert any("/assets/stylesheets/main." in s for s in sheets), sheets
+    assert report.console_errors == [] and report.outside_requests == []
+    page.get_by_role("link", name="Go to the report's overview").click()
+    page.wait_for_load_state()
+    assert page.url == (site / "index.html").resolve().as_uri()
+
+
+@pytest.mark.browser
+def test_404_page_works_under_a_sub_path(site_of: Any, browser: Any, tmp_path: Path) -> None:
+    """Served as http://host/reports/404.html (a GitHub Pages project site, a folder of a
+    web server): its styles, scripts and links stay under /reports/."""
+    import shutil
+    import threading
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    shutil.copytree(site_of(DYNAMIC), tmp_path / "reports")
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(tmp_path)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    context = browser.new_context(service_workers="block")
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/reports/"
+        page = context.new_page()
+        failed: list[str] = []
+        page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+        page.on("requestfailed", lambda r: failed.append(r.url))
+        page.goto(base + "404.html", wait_until="load")
+        sheets = _loaded_stylesheets(page)
+        assert base + "assets/tlsite/tlsite.css" in sheets
+        assert failed == []
+        page.get_by_role("link", name="Go to the report's overview").click()
+        page.wait_for_load_state()
+        assert page.url == base + "index.html"
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
