@@ -238,8 +238,9 @@ def test_404_page_works_under_a_sub_path(site_of: Any, browser: Any, tmp_path: P
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
     shutil.copytree(site_of(DYNAMIC), tmp_path / "reports")
+
     class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(tmp_path)))
