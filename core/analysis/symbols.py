@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..frames import Frame
 from ..handlers import SYMBOLIC_TYPES
@@ -85,33 +86,36 @@ class UnitSymbols:
 
 def unit_symbols(unit: CompileUnit) -> UnitSymbols | None:
     """The symbols of ``unit`` and what constrains them, or None if it logged none."""
-    events = [e for e in unit.events if e.type in SYMBOLIC_TYPES]
+    # metadata may be stored on disk (StoredJson): read each record's once
+    events = [(e, e.meta) for e in unit.events if e.type in SYMBOLIC_TYPES]
     if not events:
         return None
     symbols: dict[str, Symbol] = {}
-    for event in events:
-        if event.type in CREATE_TYPES:
-            meta = event.meta
-            name = str(meta.get("symbol", ""))
-            if name and name not in symbols:
-                symbols[name] = Symbol(
-                    name=name,
-                    source=_text(meta.get("source")),
-                    value=_text(meta.get("val")),
-                    range=_text(meta.get("vr")),
-                    unbacked=event.type == "create_unbacked_symbol",
-                    site=_site(event),
-                )
-    for event in events:
-        for name, source in _sources(event).items():
+    for event, meta in events:
+        name = str(meta.get("symbol", ""))
+        if event.type in CREATE_TYPES and name and name not in symbols:
+            symbols[name] = Symbol(
+                name=name,
+                source=_text(meta.get("source")),
+                value=_text(meta.get("val")),
+                range=_text(meta.get("vr")),
+                unbacked=event.type == "create_unbacked_symbol",
+                site=_site(event, meta),
+            )
+    for _, meta in events:
+        for name, source in _sources(meta).items():
             if name not in symbols:  # created before the trace started, or not logged
                 symbols[name] = Symbol(name, source, "", "", False, Site(), created=False)
     other: list[Constraint] = []
-    for event in events:
+    for event, meta in events:
         if event.type in CREATE_TYPES:
             continue
-        constraint = _constraint(event)
-        named = [symbols[n] for n in _names(event, constraint.expr) if n in symbols]
+        constraint = _constraint(event, meta)
+        if event.type == "symbolic_shape_specialization":
+            names = [str(meta.get("symbol", ""))]
+        else:
+            names = list(dict.fromkeys(_NAME.findall(constraint.expr)))
+        named = [symbols[n] for n in names if n in symbols]
         for symbol in named:
             symbol.constraints.append(constraint)
         if not named:
@@ -119,8 +123,7 @@ def unit_symbols(unit: CompileUnit) -> UnitSymbols | None:
     return UnitSymbols(unit, list(symbols.values()), other)
 
 
-def _constraint(event: Event) -> Constraint:
-    meta = event.meta
+def _constraint(event: Event, meta: dict[str, Any]) -> Constraint:
     if event.type == "symbolic_shape_specialization":
         expr = f"{meta.get('symbol', '')} = {_text(meta.get('value'))}"
         reason = _text(meta.get("reason"))
@@ -134,12 +137,11 @@ def _constraint(event: Event) -> Constraint:
         result = meta.get("result")
         outcome = f"→ {_text(result)}" if result is not None else _text(meta.get("reason"))
     kind = _KINDS.get(event.type, event.type.replace("_", " "))
-    return Constraint(event.type, kind, expr, outcome, _site(event), event.line)
+    return Constraint(event.type, kind, expr, outcome, _site(event, meta), event.line)
 
 
-def _sources(event: Event) -> dict[str, str]:
+def _sources(meta: dict[str, Any]) -> dict[str, str]:
     """Symbol → source, as export guards log them for the symbols their expression names."""
-    meta = event.meta
     found: dict[str, str] = {}
     locals_ = meta.get("frame_locals")
     for table in (
@@ -152,16 +154,7 @@ def _sources(event: Event) -> dict[str, str]:
     return found
 
 
-def _names(event: Event, expr: str) -> list[str]:
-    if event.type == "symbolic_shape_specialization":
-        return [str(event.meta.get("symbol", ""))]
-    seen: dict[str, None] = {}
-    for name in _NAME.findall(expr):
-        seen.setdefault(name)
-    return list(seen)
-
-
-def _site(event: Event) -> Site:
+def _site(event: Event, meta: dict[str, Any]) -> Site:
     user = event.stacks.get("user_stack") or []
     if user:
         frame: Frame = user[-1]
@@ -171,7 +164,7 @@ def _site(event: Event) -> Site:
             " ".join((frame.loc or "").split()),
         )
     # Export guards log no user stack, only the user line's text and locals.
-    locals_ = event.meta.get("frame_locals")
+    locals_ = meta.get("frame_locals")
     if isinstance(locals_, dict) and locals_.get("loc"):
         return Site(code=" ".join(_text(locals_["loc"]).split()))
     return Site()
