@@ -42,15 +42,6 @@ def inline_text(fragment: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
 
 
-def table_rows(fragment: str) -> list[list[str]]:
-    """Every body row of every table in ``fragment``, as cell texts."""
-    rows = []
-    for body in re.findall(r"(?s)<tbody>(.*?)</tbody>", fragment):
-        for row in re.findall(r"(?s)<tr>(.*?)</tr>", body):
-            rows.append([text_of(c) for c in re.findall(r"(?s)<t[dh]\b[^>]*>(.*?)</t[dh]>", row)])
-    return rows
-
-
 def section(page_html: str, heading_text: str) -> str:
     """From the h2 whose text contains ``heading_text`` to the next h2."""
     for match in re.finditer(r"(?s)<h2\b.*?</h2>", page_html):
