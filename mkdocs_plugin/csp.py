@@ -126,10 +126,12 @@ def add_csp(html: str, *, page: Any, config: Any) -> str:
 def add_csp_to_template(html: str, *, template_name: str, config: Any) -> str:
     """:func:`add_csp` for a theme template rendered as a page of its own (``404.html``).
 
-    ``base_url`` is computed as MkDocs computes it for such templates.
+    ``base_url`` is the one the template renders with: for ``404.html``, the site_url's path,
+    or ``"."`` without one (tlsite's 404.html makes its links relative then).
     """
     if is_error_template(template_name):
-        base_url = urlsplit(config.get("site_url") or "/").path
+        site_url = config.get("site_url")
+        base_url = urlsplit(site_url).path if site_url else "."
     else:
         base_url = get_relative_url(".", template_name)
     return _with_policy(html, base_url, config)

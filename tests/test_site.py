@@ -302,7 +302,7 @@ def glance(site: BuiltSite) -> dict[str, str]:
     """The overview's "At a glance" table: label → value text."""
     for rows in tables(site.page("index.html")):
         facts = {row[0].text: row[1].text for row in rows if len(row) == 2 and row[0].text}
-        if "Log" in facts and "Compile ids" in facts:
+        if "Log" in facts and "PyTorch" in facts:
             return facts
     raise AssertionError("the overview has no 'At a glance' table")
 
@@ -485,8 +485,6 @@ def test_every_link_opens_a_page_and_its_anchor(built: BuiltSite) -> None:
 
     broken: list[str] = []
     for page in html_files(built.site):
-        if page.name == "404.html":  # MkDocs writes site-absolute links there (no server here)
-            continue
         text = page.read_text(encoding="utf-8", errors="replace")
         for href in map(html.unescape, re.findall(r'<a\b[^>]*?\bhref="([^"]*)"', text)):
             parts = urlsplit(href)
@@ -590,8 +588,10 @@ def test_overview_dynamic_shapes(sites: SiteCache) -> None:
 
 
 def test_overview_export_draft_has_no_compile_ids(sites: SiteCache) -> None:
+    """A draft export compiles nothing: its summary is the export's, not zero compiles."""
     facts = glance(sites.get(EXPORT_DRAFT))
-    assert facts["Compile ids"] == "0"
+    assert "Compile ids" not in facts
+    assert facts["Draft export"] == "4 issues found"
     assert "nothing skipped" in facts["Log"]  # tlparse 0.4.3 loses 2 lines here
 
 

@@ -48,6 +48,7 @@ ASSET_DIR = "assets/tlsite"
 #: Characters escaped in the embedded JSON so it can never end its ``<script>`` element.
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\[?'?\d*_?([A-Za-z]+)")
+_KERNEL_DEF = re.compile(r"^(\w+) = async_compile\.\w+\(", re.M)
 
 
 # -- provenance -------------------------------------------------------------------------------
@@ -125,18 +126,26 @@ def _labels(views: list[Provenance]) -> list[str]:
     """What each view is: the graph kind the generated code names, so users pick the right one."""
     if len(views) <= 1:
         return [""] * len(views)
-    labels = []
-    for number, view in enumerate(views, 1):
-        if view.is_cpp:
-            labels.append("AOTInductor")
-            continue
-        match = _AOT_ID.search(view.py_code[:2000])
-        labels.append(match.group(1) if match else f"graph {number}")
+    labels = [graph_kind(view) or f"graph {number}" for number, view in enumerate(views, 1)]
     counts = Counter(labels)
     return [
         f"{label} {number}" if counts[label] > 1 else label
         for number, label in enumerate(labels, 1)
     ]
+
+
+def graph_kind(view: Provenance) -> str:
+    """ "forward", "backward", "inference" (the generated code's ``# AOT ID``), "AOTInductor",
+    or "" when the code does not say."""
+    if view.is_cpp:
+        return "AOTInductor"
+    match = _AOT_ID.search(view.py_code[:2000])
+    return match.group(1) if match else ""
+
+
+def kernel_names(code: str) -> list[str]:
+    """The kernels a Python wrapper defines (``name = async_compile.triton(`` / ``.cpp…(``)."""
+    return _KERNEL_DEF.findall(code)
 
 
 def _rel(from_path: str, to_path: str) -> str:
@@ -244,6 +253,8 @@ def _provenance_page(
         valid=bool(view.mappings),
         linked=linked,
         is_cpp=view.is_cpp,
+        kind=graph_kind(view),
+        kernels=None if view.is_cpp else kernel_names(code),
         kernel_href=kernel_href,
         panes=Markup(panes),
     )
@@ -469,6 +480,7 @@ def export_lead(renderer: ReportRenderer) -> dict[str, Any] | None:
     return {
         "href": EXPORT_REPORT,
         "failures": [_failure_view(renderer, f, n) for n, f in enumerate(report.failures, 1)],
+        "counts": list(Counter(f.type for f in report.failures).items()),
         "has_program": report.exported_program is not None,
         "types": _TYPES,
     }

@@ -20,6 +20,7 @@ from ..analysis import status as status_mod
 from ..analysis import views
 from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
 from ..analysis.stack_trie import compile_trie, unknown_trie
+from ..analysis.symbols import unit_symbols
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..stats import FINDING_REASONS, SKIP_REASONS
 from ..store import read_slice
@@ -321,7 +322,7 @@ class ReportRenderer:
             "summary_rows": self._summary_rows(unit),
             "artifacts": [self._artifact_view(unit, a, blocks) for a in unit.artifacts],
             "guards": self._guards(unit),
-            "symbolic": [self._symbolic_row(e) for e in unit.events if _is_symbolic(e)],
+            "symbolic": unit_symbols(unit),
             "other_events": [_event_row(e) for e in unit.events if not _is_symbolic(e)],
             "event_counts": sorted(unit.event_counts.items()),
             "provenance_links": _extra_pages().unit_links(self, unit),
@@ -372,13 +373,12 @@ class ReportRenderer:
         return Page("compile_time.md", md, "Compile time")
 
     def symbolic_shapes_page(self) -> Page:
-        rows = []
-        for unit in self.trace.units.values():
-            for event in unit.events:
-                if _is_symbolic(event):
-                    rows.append((unit, self._symbolic_row(event)))
+        groups = [unit_symbols(unit) for unit in self.trace.units.values()]
         md = render_markdown(
-            "symbolic_shapes.md", rows=rows, status=self.status, unit_path=self.unit_path
+            "symbolic_shapes.md",
+            groups=[g for g in groups if g is not None],
+            unit_path=self.unit_path,
+            function_of=self.function_of,
         )
         return Page("symbolic_shapes.md", md, "Symbolic shapes")
 
@@ -510,19 +510,6 @@ class ReportRenderer:
                     continue
                 guards.extend(str(g.get("code")) for g in value if isinstance(g, dict))
         return guards
-
-    @staticmethod
-    def _symbolic_row(event: Event) -> dict[str, str]:
-        meta = event.meta
-        expr = meta.get("expr") or meta.get("symbol") or meta.get("op") or ""
-        value = meta.get("value", meta.get("result", meta.get("val", meta.get("reason", ""))))
-        user = event.stacks.get("user_stack") or []
-        return {
-            "type": event.type,
-            "expr": str(expr),
-            "value": "" if value is None else str(value),
-            "user": user[-1].describe() if user else "",
-        }
 
 
 def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | None:
