@@ -90,15 +90,13 @@ def quoted_names(detail: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n for n in names if n))
 
 
-def distinguishing_name(names: tuple[str, ...], common: set[str]) -> str:
-    """The first quoted name that others with the same title do not all quote."""
-    return next((n for n in names if n not in common), "")
-
-
-def common_names(groups: Iterable[tuple[str, ...]]) -> set[str]:
-    """The names every one of ``groups`` quotes."""
-    sets = [set(g) for g in groups]
-    return set.intersection(*sets) if sets else set()
+def distinguishing_names(quoted: list[tuple[str, ...]]) -> list[str]:
+    """For reasons sharing a title, the first name each quotes that not all of them quote
+    ("" for a lone reason, or when they all quote the same names)."""
+    if len(quoted) < 2:
+        return [""] * len(quoted)
+    common = set.intersection(*(set(names) for names in quoted))
+    return [next((n for n in names if n not in common), "") for names in quoted]
 
 
 def parse_graph_break(text: str) -> dict[str, str]:
@@ -143,10 +141,8 @@ def graph_breaks(trace: Trace) -> list[GraphBreak]:
     for gb in breaks:
         by_title.setdefault(gb.title, []).append(gb)
     for same in by_title.values():
-        if len(same) > 1:
-            common = common_names(gb.names for gb in same)
-            for gb in same:
-                gb.subject = distinguishing_name(gb.names, common)
+        for gb, subject in zip(same, distinguishing_names([gb.names for gb in same]), strict=True):
+            gb.subject = subject
     return sorted(breaks, key=lambda b: (-b.count, b.units[0].order))
 
 
@@ -421,9 +417,8 @@ def _tell_restarts_apart(restarts: list[Failure]) -> None:
         title, detail = reason_title(row.description)
         by_title.setdefault(title, []).append((row, quoted_names(detail)))
     for same in by_title.values():
-        common = common_names(names for _, names in same)
-        for row, names in same:
-            row.subject = distinguishing_name(names, common) if len(same) > 1 else ""
+        for (row, _), subject in zip(same, distinguishing_names([n for _, n in same]), strict=True):
+            row.subject = subject
 
 
 # -- compile time ------------------------------------------------------------------------------
