@@ -284,3 +284,33 @@ def test_user_code_cells_stay_on_one_line(
     )
     assert lines and all(re.fullmatch(r"[\w.-]+\.py:\d+", text) for text, _ in lines)
     assert [text for text, boxes in lines if boxes != 1] == []
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    ("trace", "page_path"),
+    [
+        (COMPILE_ERROR, "failures.html"),
+        (FAILURES, "failures.html"),
+        (FAILURES, "graph_breaks.html"),
+        (GRAPH_BREAKS, "graph_breaks.html"),
+    ],
+    ids=["compile_error-failures", "failures-failures", "failures-breaks", "breaks-breaks"],
+)
+def test_tables_fit_a_phone(
+    sites: SiteCache, open_site: SiteOpener, trace: Path, page_path: str
+) -> None:
+    """On a phone the whole row is on screen: no column hides past the table's edge."""
+    page, _ = open_site(sites.get(trace).site / page_path)
+    page.set_viewport_size(PHONE)
+    hidden = page.evaluate(
+        """() => {
+          const table = document.querySelector("article table");
+          const right = document.documentElement.clientWidth;
+          return [table.scrollWidth - table.clientWidth,
+                  ...[...table.querySelectorAll("td")]
+                    .filter(td => td.getBoundingClientRect().right > right)
+                    .map(td => td.textContent.trim())];
+        }"""
+    )
+    assert hidden == [0]
