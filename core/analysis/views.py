@@ -59,16 +59,16 @@ class GraphBreak:
         return [u.display for u in self.units]
 
 
-def reason_title(block: str) -> tuple[str, str]:
+def reason_title(block: str, *, preamble: bool = False) -> tuple[str, str]:
     """The title of one of torch's reason blocks, and the block from the title on.
 
-    torch 2.13 writes a preamble line ending in ':' ("Encountered graph break when ...:"),
-    then the title; later versions put the title on the "Graph Break Reason:" line itself.
-    Lines labelled "Explanation:", "Hint:" ... are detail, never the title.
+    After "Graph Break Reason:" (``preamble``) torch 2.13 writes a line ending in ':'
+    ("Encountered graph break when ...:"), then the title; later versions put the title on
+    that line itself. Lines labelled "Explanation:", "Hint:" ... are detail, never the title.
     """
     lines = block.strip("\n").split("\n")
-    if len(lines) > 1 and lines[0].rstrip().endswith(":") and any(ln.strip() for ln in lines[1:]):
-        lines = lines[1:]  # the preamble
+    if preamble and lines[0].rstrip().endswith(":") and any(ln.strip() for ln in lines[1:]):
+        lines = lines[1:]  # "Encountered graph break when ...:"
     while lines and not lines[0].strip():
         lines = lines[1:]
     detail = "\n".join(lines).strip("\n")
@@ -109,7 +109,10 @@ def parse_graph_break(text: str) -> dict[str, str]:
     head = body[0]
     stack = body[1].split("\n\nTraceback (most recent call last):", 1)[0] if len(body) > 1 else ""
     after = head.split("Graph Break Reason:", 1)
-    title, detail = reason_title(after[1] if len(after) > 1 else head)
+    if len(after) > 1:
+        title, detail = reason_title(after[1], preamble=True)
+    else:
+        title, detail = reason_title(head)
     doc = _GB_LINK.search(text)
     return {
         "reason": title or "(no reason given)",
@@ -340,7 +343,7 @@ def failure_summary(description: str) -> str:
     if not lines:
         return "(no reason logged)"
     first = lines[0]
-    if first.endswith(":") and len(lines) > 1:
+    if first.endswith(":") and len(lines) > 1 and not _LABELLED.match(lines[1]):
         head = first[:-1].rstrip()
         backend = _BACKEND_RAISED.match(head)
         if backend:
