@@ -19,17 +19,30 @@ _GB_LINK = re.compile(r"https?://\S+/gb/(?P<code>gb\d+)\.html")
 
 
 # -- graph breaks ------------------------------------------------------------------------------
+#: Lines of torch's reason blocks that carry a label: never a reason's title.
+_LABELLED = re.compile(r"^\s*(?:Explanation|Hint|Developer debug context)\s*:\s*")
+_EXPLANATION = re.compile(r"^\s*Explanation\s*:\s*(?P<text>.*)$", re.M)
+_TICKED = re.compile(r"`([^`\n]+)`")
+
+
 @dataclass
 class GraphBreak:
     """One distinct graph break: a reason at a user location, and every compile that hit it."""
 
-    reason: str
+    title: str  # torch's title of the break ("Failed to trace builtin operator")
     location: str  # "file.py:21", or "" when the trace does not say
     detail: str  # explanation and hints
     user_stack: str
     doc_url: str | None
+    names: tuple[str, ...] = ()  # the `names` its explanation quotes (`print`, ...)
+    subject: str = ""  # what tells it from other breaks with the same title ("print")
     units: list[CompileUnit] = field(default_factory=list)
     artifacts: list[Artifact] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        """The title, with the subject when other breaks share that title."""
+        return f"{self.title}: `{self.subject}`" if self.subject else self.title
 
     @property
     def count(self) -> int:
@@ -45,6 +58,46 @@ class GraphBreak:
         return [u.display for u in self.units]
 
 
+def reason_title(block: str, *, preamble: bool = False) -> tuple[str, str]:
+    """The title of one of torch's reason blocks, and the block from the title on.
+
+    After "Graph Break Reason:" (``preamble``) torch 2.13 writes a line ending in ':'
+    ("Encountered graph break when ...:"), then the title; later versions put the title on
+    that line itself. Lines labelled "Explanation:", "Hint:" ... are detail, never the title.
+    """
+    lines = block.strip("\n").split("\n")
+    if preamble and lines[0].rstrip().endswith(":") and any(ln.strip() for ln in lines[1:]):
+        lines = lines[1:]  # "Encountered graph break when ...:"
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    detail = "\n".join(lines).strip("\n")
+    for line in lines:
+        if line.strip() and not _LABELLED.match(line):
+            return line.strip(), detail
+    for line in lines:  # only labelled lines: the explanation without its label
+        if line.strip():
+            return _LABELLED.sub("", line).strip(), detail
+    return "", detail
+
+
+def quoted_names(detail: str) -> tuple[str, ...]:
+    """The `names` the explanation quotes, in order: where breaks of one title differ."""
+    match = _EXPLANATION.search(detail)
+    if not match:
+        return ()
+    names = (n.strip().rstrip(".") for n in _TICKED.findall(match["text"]))
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def distinguishing_names(quoted: list[tuple[str, ...]]) -> list[str]:
+    """For reasons sharing a title, the first name each quotes that not all of them quote
+    ("" for a lone reason, or when they all quote the same names)."""
+    if len(quoted) < 2:
+        return [""] * len(quoted)
+    common = set.intersection(*(set(names) for names in quoted))
+    return [next((n for n in names if n not in common), "") for names in quoted]
+
+
 def parse_graph_break(text: str) -> dict[str, str]:
     """Split a ``dynamo_graph_break_reason`` payload into reason, location, detail, stack."""
     location = ""
@@ -55,24 +108,24 @@ def parse_graph_break(text: str) -> dict[str, str]:
     head = body[0]
     stack = body[1].split("\n\nTraceback (most recent call last):", 1)[0] if len(body) > 1 else ""
     after = head.split("Graph Break Reason:", 1)
-    explanation = after[1] if len(after) > 1 else head
-    lines = explanation.split("\n")
-    # the first line is "Encountered graph break when ...:"; the reason title follows it
-    rest = [ln for ln in lines[1:] if ln.strip()] if len(after) > 1 else lines
-    reason = rest[0].strip() if rest else lines[0].strip()
+    if len(after) > 1:
+        title, detail = reason_title(after[1], preamble=True)
+    else:
+        title, detail = reason_title(head)
     doc = _GB_LINK.search(text)
     return {
-        "reason": reason or "(no reason given)",
+        "reason": title or "(no reason given)",
         "location": location,
-        "detail": "\n".join(ln for ln in lines[1:]).strip("\n") if len(after) > 1 else head,
+        "detail": detail,
         "user_stack": stack.strip("\n"),
         "doc_url": doc.group(0) if doc else "",
     }
 
 
 def graph_breaks(trace: Trace) -> list[GraphBreak]:
-    """Distinct graph breaks, most frequent first, deduplicated by reason and location."""
-    found: dict[tuple[str, str], GraphBreak] = {}
+    """Distinct graph breaks, most frequent first, deduplicated by reason, the names its
+    explanation quotes (`open` and `print` at one line are two breaks) and location."""
+    found: dict[tuple[str, str, tuple[str, ...]], GraphBreak] = {}
     for unit in trace.units.values():
         for artifact in unit.artifacts:
             if artifact.name != "dynamo_graph_break_reason" or artifact.payload is None:
@@ -82,27 +135,36 @@ def graph_breaks(trace: Trace) -> list[GraphBreak]:
     if not found:  # older torch: only the restart reasons in compilation_metrics say it
         for unit in trace.units.values():
             for reason in _restart_reasons(unit):
-                first = reason.strip().split("\n", 1)[0]
-                info = {"reason": first, "location": _unit_location(unit), "detail": reason}
+                title, detail = reason_title(reason)
+                info = {"reason": title, "location": _unit_location(unit), "detail": detail}
                 _add_break(found, {**info, "user_stack": "", "doc_url": ""}, unit, None)
-    return sorted(found.values(), key=lambda b: (-b.count, b.units[0].order))
+    breaks = list(found.values())
+    by_title: dict[str, list[GraphBreak]] = {}
+    for gb in breaks:
+        by_title.setdefault(gb.title, []).append(gb)
+    for same in by_title.values():
+        for gb, subject in zip(same, distinguishing_names([gb.names for gb in same]), strict=True):
+            gb.subject = subject
+    return sorted(breaks, key=lambda b: (-b.count, b.units[0].order))
 
 
 def _add_break(
-    found: dict[tuple[str, str], GraphBreak],
+    found: dict[tuple[str, str, tuple[str, ...]], GraphBreak],
     info: dict[str, str],
     unit: CompileUnit,
     artifact: Artifact | None,
 ) -> None:
-    key = (info["reason"], info["location"])
+    names = quoted_names(info["detail"])
+    key = (info["reason"], info["location"], names)
     entry = found.get(key)
     if entry is None:
         entry = found[key] = GraphBreak(
-            reason=info["reason"],
+            title=info["reason"],
             location=info["location"],
             detail=info["detail"],
             user_stack=info["user_stack"],
             doc_url=info["doc_url"] or None,
+            names=names,
         )
     entry.units.append(unit)
     if artifact is not None:
@@ -236,6 +298,12 @@ def guard_lines(trace: Trace, unit: CompileUnit) -> list[str]:
 
 
 # -- failures and restarts ---------------------------------------------------------------------
+#: "got RuntimeError('a and b must ...')" inside an explanation: the exception that was raised.
+_GOT_EXCEPTION = re.compile(r"got (?P<type>\w+)\((?P<q>['\"])(?P<message>.+?)(?P=q)\)\s*$", re.M)
+_BACKEND_RAISED = re.compile(r"^backend='(?P<name>[^']*)' raised$")
+SUMMARY_LIMIT = 300
+
+
 @dataclass
 class Failure:
     """A row of tlparse's Failures and Restarts table."""
@@ -243,13 +311,59 @@ class Failure:
     unit: CompileUnit
     kind: str  # "RestartAnalysis" or the exception type
     description: str
-    source: str  # "file:line" for compilation failures
+    source: str  # "file:line" where a compilation failed, "" when the trace does not say
     is_restart: bool
     backward: bool = False
+    function_source: str = ""  # where the compiled function starts, when `source` is ""
+    subject: str = ""  # what tells a restart from others with the same title ("print")
+
+    @property
+    def summary(self) -> str:
+        """One line that says what went wrong: the exception, not a line ending in ':'."""
+        return failure_summary(self.description)
+
+    @property
+    def short_source(self) -> str:
+        return self.source.rsplit("/", 1)[-1]
+
+    @property
+    def short_function_source(self) -> str:
+        return self.function_source.rsplit("/", 1)[-1]
+
+
+def failure_summary(description: str) -> str:
+    """The meaningful line of a failure's message.
+
+    "backend='x' raised:" is followed by the exception ("MyBackendError: boom"): both are
+    said; a graph-break style message gives its title, plus the exception its explanation
+    quotes ("got RuntimeError('...')"), when it has one.
+    """
+    lines = [ln.strip() for ln in description.strip().split("\n") if ln.strip()]
+    if not lines:
+        return "(no reason logged)"
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1 and not _LABELLED.match(lines[1]):
+        head = first[:-1].rstrip()
+        backend = _BACKEND_RAISED.match(head)
+        if backend:
+            head = f"backend '{backend['name']}' raised"
+        summary = f"{head} {lines[1]}"
+    else:
+        title, detail = reason_title(description)
+        summary = title or first
+        explanation = _EXPLANATION.search(detail)
+        got = _GOT_EXCEPTION.search(explanation["text"]) if explanation else None
+        if got:  # "RuntimeError when ...": the type is said already
+            said = got["type"] in summary
+            summary = f"{summary}: {'' if said else got['type'] + ': '}{got['message']}"
+    if len(summary) > SUMMARY_LIMIT:
+        summary = summary[: SUMMARY_LIMIT - 1].rstrip() + "…"
+    return summary
 
 
 def failures(trace: Trace) -> list[Failure]:
     rows: list[Failure] = []
+    starts = _frame_starts(trace)
     for unit in trace.units.values():
         for event in unit.metrics:
             if event.type not in ("compilation_metrics", "bwd_compilation_metrics"):
@@ -259,16 +373,51 @@ def failures(trace: Trace) -> list[Failure]:
             for reason in meta.get("restart_reasons") or []:
                 rows.append(Failure(unit, "RestartAnalysis", str(reason), "", True, backward))
             if meta.get("fail_type"):
-                filename = meta.get("fail_user_frame_filename") or "N/A"
-                line = meta.get("fail_user_frame_lineno") or 0
+                filename = meta.get("fail_user_frame_filename")
+                line = meta.get("fail_user_frame_lineno")
+                source = f"{filename}:{line}" if filename and line else ""
                 rows.append(
                     Failure(
                         unit,
                         str(meta["fail_type"]),
                         str(meta.get("fail_reason") or "(no reason logged)"),
-                        f"{filename}:{line}",
+                        source,
                         False,
                         backward,
+                        function_source="" if source else starts.get(_frame_key(unit), ""),
                     )
                 )
+    _tell_restarts_apart([r for r in rows if r.is_restart])
     return rows
+
+
+def _frame_key(unit: CompileUnit) -> tuple[Any, Any]:
+    if unit.id is None:
+        return (None, None)
+    return (unit.id.compiled_autograd_id, unit.id.frame_id)
+
+
+def _frame_starts(trace: Trace) -> dict[tuple[Any, Any], str]:
+    """Where each frame's function starts (from any of its compiles): a failure whose user
+    frame the trace does not record (a backend error, the recompile limit) points there."""
+    starts: dict[tuple[Any, Any], str] = {}
+    for unit in trace.units.values():
+        key = _frame_key(unit)
+        if key[1] is None or starts.get(key):
+            continue
+        location = _unit_location(unit)
+        if not location and unit.stack:
+            location = f"{unit.stack[-1].filename}:{unit.stack[-1].line}"
+        starts[key] = location
+    return starts
+
+
+def _tell_restarts_apart(restarts: list[Failure]) -> None:
+    """Restarts whose reasons share a title get the name that differs (`open`, `print`)."""
+    by_title: dict[str, list[tuple[Failure, tuple[str, ...]]]] = {}
+    for row in restarts:
+        title, detail = reason_title(row.description)
+        by_title.setdefault(title, []).append((row, quoted_names(detail)))
+    for same in by_title.values():
+        for (row, _), subject in zip(same, distinguishing_names([n for _, n in same]), strict=True):
+            row.subject = subject

@@ -48,6 +48,8 @@ OPEN_LINE_LIMIT = 300
 #: plain ``.html`` link: the landing is outside the rank's docs, and ``file://`` needs a file.
 LANDING_HREF = "../index.html"
 
+#: Artifacts open whatever their size: the traceback is what a failed compile's page is for.
+ALWAYS_OPEN = {"dynamo_error"}
 #: With more frames than this, the navigation lists only the frames index.
 MAX_FRAMES_IN_NAV = 40
 _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
@@ -481,7 +483,9 @@ class ReportRenderer:
         token = f"artifact-{artifact.number}"
         blocks[token] = block
         view["block"] = Markup(CODE_PLACEHOLDER.format(token=token))
-        view["open"] = artifact.kind in OPEN_KINDS and lines <= OPEN_LINE_LIMIT
+        view["open"] = artifact.name in ALWAYS_OPEN or (
+            artifact.kind in OPEN_KINDS and lines <= OPEN_LINE_LIMIT
+        )
         return view
 
     def _html_block(self, token: str, html: str, blocks: dict) -> Markup:
