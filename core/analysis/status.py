@@ -1,4 +1,4 @@
-"""Compile-id status, as the stack trie colours it (tlparse's five states)."""
+"""Compile-id status, as the stack trie colours it (tlparse's five states, and one more)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ BREAK = "break"  # success with a restart, e.g. a graph break
 EMPTY = "empty"  # empty graph
 ERROR = "error"  # compilation failed
 MISSING = "missing"  # no compilation_metrics record
+INTERRUPTED = "interrupted"  # no metrics, and its phases were still open when the log ended
 
 LABELS = {
     OK: "Success",
@@ -16,6 +17,7 @@ LABELS = {
     EMPTY: "Empty graph",
     ERROR: "Error",
     MISSING: "Metrics were missing",
+    INTERRUPTED: "Interrupted: the log ends in it",
 }
 
 
@@ -43,7 +45,16 @@ def statuses(trace: Trace) -> dict[str, str]:
         bucket.extend(
             _status_fields(m.meta) for m in unit.metrics if m.type == "compilation_metrics"
         )
-    return {u.display: classify(by_key[_compile_key(u)]) for u in trace.units.values()}
+    result = {}
+    for unit in trace.units.values():
+        key = _compile_key(unit)
+        status = classify(by_key[key])
+        if status == MISSING and key in trace.open_phases:
+            # tlparse says "missing" here; the log's end cut this compile off (an old torch
+            # that logs no metrics logs no unended phases either)
+            status = INTERRUPTED
+        result[unit.display] = status
+    return result
 
 
 def _status_fields(meta: dict) -> dict:
