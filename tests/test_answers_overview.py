@@ -223,6 +223,9 @@ def test_recompiles_on_different_guards_say_how_many() -> None:
     (recompile,) = [p for p in problems(RECOMPILES) if p.startswith("Recompiled")]
     assert recompile.startswith("Recompiled 5×: f")
     assert "3 different guards, most often (2×)" in recompile
+    # the guard, without the values and the source line torch writes after it
+    dtype = "tensor 'x' dtype mismatch. expected …, actual …"
+    assert recompile.endswith(("(2×) mode == …", f"(2×) {dtype}"))
 
 
 @pytest.mark.slow

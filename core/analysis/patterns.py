@@ -13,6 +13,8 @@ from .views import Failure, FrameCompiles
 
 #: "0/3: " before a recompile reason: which cache entry's guard failed.
 _ENTRY = re.compile(r"^\s*\d+/\d+:\s*")
+#: The source line torch appends to a guard: "mode == 'relu'    # if mode == 'relu':  # f.py:24".
+_SOURCE = re.compile(r"\s+#.*$")
 #: Values that change from one recompile to the next while the guard stays the same.
 _VALUE = re.compile(
     r"""(?P<op>==|!=|<=|>=|<|>|\bis)\s+(?P<value>'[^']*'|"[^"]*"|-?\d[\w.]*|None|True|False)"""
@@ -24,7 +26,7 @@ _VALUE = re.compile(
 def guard_of(reason: str) -> str:
     """A recompile reason without its values: the guard that failed and on which input
     (``tensor 'x' size mismatch at index 0. expected …, actual …``)."""
-    first = _ENTRY.sub("", reason.strip().split("\n", 1)[0])
+    first = _SOURCE.sub("", _ENTRY.sub("", reason.strip().split("\n", 1)[0]))
     return _VALUE.sub(lambda m: f"{m['op'] or m['said'] or ''} …".lstrip(), first)
 
 
