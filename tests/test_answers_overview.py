@@ -156,7 +156,10 @@ def test_the_compile_the_process_died_in_is_the_first_problem() -> None:
     last_line = len(lines) - 1 if lines[-1] == "" else len(lines)
     assert f"The log ends at line {last_line} with this compile unfinished" in first
     start = record_line_of_event(lines, "dynamo", "B", "1/0")
-    assert f"the compile began at {lines[start - 1][6:18]} (line {start})" in first
+    assert (
+        f"its first open phase, dynamo, began at {lines[start - 1][6:18]} (line {start})" in first
+    )
+    assert "no metrics were logged" in first
 
 
 def test_the_interrupted_compile_page_says_so_and_lists_its_open_phases() -> None:
@@ -188,10 +191,39 @@ def test_a_log_cut_inside_inductor_codegen_names_the_attempt_that_was_running(
         end += 1
     cut = tmp_path / "example_cut.log"
     cut.write_text("\n".join(lines[:end]) + "\n", encoding="utf-8")
-    first = problems(cut)[0]
+    first, *others = problems(cut)
     assert first.startswith("Interrupted: the log ends inside [0/0_1]")
     assert "phase GraphLowering.codegen" in first
     assert f"The log ends at line {end} " in first
+    assert "Interrupted" not in " ".join(others)
+    # only the attempt that was running: [0/0] had broken the graph and restarted (README §5)
+    statuses = status.statuses(load(cut))
+    assert [u for u, s in statuses.items() if s == status.INTERRUPTED] == ["[0/0_1]"]
+
+
+def test_a_log_cut_while_compiling_the_backward_graph_names_that_compile(
+    tmp_path: Path,
+) -> None:
+    # example.log (README §5): the training step compiles the backward graph of [0/0_1] on
+    # the first backward call, after the forward's compilation_metrics; cut the log right
+    # after the record where inductor's code generation of that backward graph begins
+    lines = log_lines(EXAMPLE)
+    metrics = next(i for i, ln in enumerate(lines, 1) if '{"compilation_metrics":' in ln)
+    codegen = record_line_of_event(lines, "GraphLowering.codegen", "B", "0/0")
+    backward = record_line_of_event(lines, "entire_backward_compile", "B", "0/0")
+    assert metrics < backward < codegen
+    end = codegen
+    while end < len(lines) and lines[end].startswith("\t"):
+        end += 1
+    cut = tmp_path / "example_cut_backward.log"
+    cut.write_text("\n".join(lines[:end]) + "\n", encoding="utf-8")
+    first = problems(cut)[0]
+    assert first.startswith("Interrupted: the log ends inside [0/0_1] forward")
+    assert "Inductor code generation of the backward graph" in first
+    assert (
+        f"entire_backward_compile, began at {lines[backward - 1][6:18]} (line {backward})" in first
+    )
+    assert "dynamo had logged its metrics, but these later phases never ended" in first
 
 
 @pytest.mark.slow

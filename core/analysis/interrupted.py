@@ -1,9 +1,10 @@
 """Compiles cut off by the end of the log: the process died (killed, out of memory, a crash)
 while compiling.
 
-Torch logs each phase of a compile as a chromium begin/end pair and, once the compile is over,
-its ``compilation_metrics``. A compile with no metrics whose phases were still open when the
-log ended was running when the log stopped; its innermost open phase says where. The builder
+Torch logs each phase of a compile as a chromium begin/end pair (in a ``finally``: a compile
+that fails ends its phases too). A compile whose phases were still open when the log ended was
+running when the log stopped; its innermost open phase says where. That can be after its
+``compilation_metrics``: the backward graph is compiled on the first backward call. The builder
 records the open phases while reading (:attr:`Trace.open_phases`); :mod:`.status` calls such a
 compile interrupted.
 """
@@ -19,6 +20,7 @@ from .status import INTERRUPTED
 #: innermost open phase with a known name names the stage.
 STAGES = {
     "compile_file": "Inductor: compiling generated code",
+    "compile_fx.<locals>.bw_compiler": "Inductor",
     "Scheduler.codegen": "Inductor code generation",
     "Scheduler.__init__": "Inductor scheduling",
     "GraphLowering.codegen": "Inductor code generation",
@@ -38,9 +40,11 @@ STAGES = {
     "backend_compile": "the backend compiler",
     "build_guards": "Dynamo guard building",
     "bytecode_tracing": "Dynamo tracing",
+    "entire_backward_compile": "the backward compile",
     "entire_frame_compile": "Dynamo",
     "dynamo": "Dynamo",
 }
+BACKWARD = "entire_backward_compile"
 _DAY = 24 * 3600
 
 
@@ -48,7 +52,7 @@ _DAY = 24 * 3600
 class Interrupted:
     """One compile the log's end cut off."""
 
-    unit: CompileUnit  # its last attempt (the one that was running)
+    unit: CompileUnit  # the attempt that was running
     phases: list[Phase]  # open at the end of the log, outermost first
     last_line: int  # the log's last line
     last_time: str | None  # the glog time of the log's last record
@@ -60,10 +64,17 @@ class Interrupted:
 
     @property
     def stage(self) -> str:
-        for phase in reversed(self.phases):
-            if phase.name in STAGES:
-                return STAGES[phase.name]
-        return self.phase.name
+        """What it was doing, in words (``Inductor code generation``)."""
+        names = [phase.name for phase in self.phases]
+        label = next((STAGES[n] for n in reversed(names) if n in STAGES), self.phase.name)
+        if BACKWARD in names and label != STAGES[BACKWARD]:
+            label += " of the backward graph"
+        return label
+
+    @property
+    def metrics_logged(self) -> bool:
+        """Whether dynamo had finished (and logged metrics) before the log ended."""
+        return bool(self.unit.compilation_metrics)
 
     def seconds_before_end(self, phase: Phase) -> float | None:
         """How long before the log's last record ``phase`` began (the log's clock)."""
@@ -74,20 +85,14 @@ class Interrupted:
 
 
 def interrupted(trace: Trace, statuses: dict[str, str]) -> list[Interrupted]:
-    """The compiles ``statuses`` calls interrupted, each with where the log left it."""
-    if not trace.open_phases:
-        return []
-    attempts: dict[object, list[CompileUnit]] = {}
+    """The compiles ``statuses`` calls interrupted, each with where the log left it, the
+    last one to begin first."""
+    found = []
     for unit in trace.units.values():
         if unit.id is not None and statuses.get(unit.display) == INTERRUPTED:
-            attempts.setdefault(unit.id.frame_key(), []).append(unit)
-    found = []
-    for key, phases in trace.open_phases.items():
-        units = attempts.get(key)
-        if units:
-            last = max(units, key=lambda u: (u.id.attempt or 0, u.order))  # type: ignore[union-attr]
-            found.append(Interrupted(last, phases, trace.stats.total_lines, trace.last_time))
-    return sorted(found, key=lambda cut: cut.phase.line, reverse=True)  # the last one first
+            phases = trace.open_phases[unit.id.frame_key()]
+            found.append(Interrupted(unit, phases, trace.stats.total_lines, trace.last_time))
+    return sorted(found, key=lambda cut: cut.phase.line, reverse=True)
 
 
 def _seconds(time: str | None) -> float | None:
