@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
-from .model import BODY_PAGE, Artifact, CompileUnit, DescribeRef, Trace
+from .model import BODY_PAGE, Artifact, CompileUnit, DescribeRef, Phase, Trace
 from .records import CONTEXT_KEYS, Record, RecordReader
 from .registry import RecordContext, handler_for
 from .stats import ParseStats
@@ -25,6 +25,8 @@ RAW_ADDED_KEYS = ("timestamp", "thread", "pathname", "lineno", "payload_filename
 #: Called with each artifact once its record is read (to start work on it early).
 ArtifactCallback = Callable[[Trace, Artifact], None]
 _YEAR_PLACEHOLDER = "0000-"
+#: Phases kept open per compile at most (a log that never ends its phases must not grow this).
+MAX_OPEN_PHASES = 100
 
 
 class TraceBuilder:
@@ -58,6 +60,7 @@ class TraceBuilder:
         #: check both ways give the same values)
         self.fast_paths = fast_paths
         self.on_artifact = on_artifact
+        self._open_phases: dict[CompileId, list[Phase]] = {}
 
     # -- numbering and folders ------------------------------------------------------------------
     def next_number(self) -> int:
@@ -101,6 +104,7 @@ class TraceBuilder:
         for key in record.envelope:
             if key not in CONTEXT_KEYS and key != record.event_type:
                 stats.unknown_keys[key] += 1
+        self.trace.last_time = record.header.time
         unit = self.unit_for(record)
         ctx = RecordContext(self, record, unit)
         handler = handler_for(record.event_type) or handlers.generic_handler
@@ -157,6 +161,29 @@ class TraceBuilder:
         self._chromium.write(text)
         self._chromium.write("\n")
 
+    def chromium_phase(self, record: Record, begins: bool, name: str) -> None:
+        """Note that a phase of the record's compile began or ended (a chromium ``B``/``E``).
+
+        Attempts of one compile share the phases: torch ends in attempt 1 what it began in 0.
+        """
+        if record.compile_id is None:
+            return
+        key = record.compile_id.frame_key()
+        phases = self._open_phases.get(key)
+        if begins:
+            if phases is None:
+                phases = self._open_phases[key] = []
+            if len(phases) < MAX_OPEN_PHASES:
+                phases.append(Phase(name, record.line, record.header.time))
+            return
+        if phases:
+            for index in range(len(phases) - 1, -1, -1):
+                if phases[index].name == name:
+                    del phases[index]
+                    break
+            if not phases:
+                del self._open_phases[key]
+
     def _json_string(self, text: str) -> str:
         """``text`` as a JSON string, encoded once (a log names a few source files)."""
         encoded = self._json_strings.get(text)
@@ -202,6 +229,7 @@ class TraceBuilder:
         self._raw.write("\n")
 
     def finish(self) -> None:
+        self.trace.open_phases = {key: list(p) for key, p in self._open_phases.items() if p}
         self._raw.close()
         self._chromium.close()
         self._describe.close()

@@ -6,6 +6,8 @@ counter, which reproduces tlparse's file names (``-_0_0_0/dynamo_output_graph_0.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import PurePosixPath
 
 from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
@@ -191,6 +193,9 @@ def _unclaimed(stem: str, ext: str, claimed: dict[str, Artifact], name: str) -> 
 def chromium_event(ctx: RecordContext) -> None:
     ctx.consumed_payload = True  # chromium payloads never go to payloads/
     text = ctx.payload or ""
+    mark = _phase_mark(text)
+    if mark is not None:
+        ctx.builder.chromium_phase(ctx.record, *mark)
     heavy = _bracket_heavy(ctx.record.payload_bytes)
     fast = ctx.builder.fast_paths and ctx.record.md5_ok
     if fast and ctx.builder.trace.year is not None and not heavy:
@@ -203,6 +208,26 @@ def chromium_event(ctx: RecordContext) -> None:
         ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
         return
     ctx.builder.add_chromium_event(event)
+
+
+_PHASE = re.compile(r'"ph"\s*:\s*"([BE])"')
+_NAME = re.compile(r'"name"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _phase_mark(text: str) -> tuple[bool, str] | None:
+    """(begins, name) of a chromium ``B``/``E`` event, read from its JSON text without decoding
+    it (its ``args`` can be hundreds of kilobytes). Torch writes ``name`` first and ``ph``
+    after ``args``, so the first ``name`` and the last ``ph`` are the event's own."""
+    at = text.rfind('"ph"')
+    phase = _PHASE.match(text, at) if at >= 0 else None
+    name = _NAME.search(text) if phase else None
+    if phase is None or name is None:
+        return None
+    try:
+        value = json.loads(name.group(1))
+    except ValueError:
+        return None
+    return phase.group(1) == "B", str(value)
 
 
 @handles("dynamo_start")

@@ -141,6 +141,14 @@ class Event:
         return self.metadata if isinstance(self.metadata, dict) else {}
 
 
+class Phase(NamedTuple):
+    """A chromium ``B`` event of a compile (a phase such as ``inductor_compile`` that began)."""
+
+    name: str
+    line: int  # of the record in the log
+    time: str  # the record's glog time, "HH:MM:SS.uuuuuu": the clock of every line of the log
+
+
 class DescribeRef(NamedTuple):
     """A ``describe_tensor``/``_storage``/``_source`` record, spilled to disk (there are many)."""
 
@@ -251,6 +259,10 @@ class Trace:
     #: Ranks in the job when this report is one rank of a multi-rank site (its landing page is
     #: one folder up, and the report links back to it); None for a standalone report.
     job_ranks: int | None = None
+    #: compile (its :meth:`CompileId.frame_key`) -> the phases that began and had not ended
+    #: when the log ended, outermost first; a finished log has none
+    open_phases: dict[CompileId, list[Phase]] = field(default_factory=dict)
+    last_time: str | None = None  # the glog time of the log's last record
 
     # -- spilled streams (written while reading) -------------------------------------------
     @property

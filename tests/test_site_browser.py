@@ -2,7 +2,7 @@
 
 The sites are the torch 2.13 corpus traces and our fixtures, built once per run through the
 same cache as ``test_site.py``. Checks: nothing is fetched from the network and nothing logs an
-error; search finds a graph-break reason and opens the compile id; the stack trie expands; a
+error; search finds a graph-break reason and opens the compile id; the stack trie folds; a
 code line anchor scrolls its line into view; the light/dark toggle works.
 """
 
@@ -101,26 +101,26 @@ def test_search_finds_a_compile_id_with_or_without_brackets(
     assert_clean(report)
 
 
-def test_stack_trie_expands_on_click(browser_sites: SiteCache, open_site: SiteOpener) -> None:
+def test_stack_trie_collapses_and_expands_on_click(
+    browser_sites: SiteCache, open_site: SiteOpener
+) -> None:
     site = browser_sites.get(GRAPH_BREAKS)
     page, report = open_site(site.site / "index.html")
-    collapsed = page.locator("li.trie-node.trie-collapsed")
-    collapsed.first.wait_for(state="attached")
-    before = collapsed.count()
-    # pin the node: the locator would move on to the next collapsed node once this one opens
-    node = collapsed.first.element_handle()
+    page.locator("li.trie-node[data-trie-bound]").first.wait_for(state="attached")
+    # every node with a compile id below it starts open (test_answers_overview.py)
+    assert page.locator("li.trie-node.trie-collapsed").count() == 0
+    node = page.locator("li.trie-node:has(> .trie-toggle)").first.element_handle()
     toggle = node.query_selector(":scope > .trie-toggle")
     children = node.query_selector(":scope > ul")
     assert toggle is not None and children is not None
-    assert toggle.get_attribute("aria-expanded") == "false"
-    assert not children.is_visible()
-    toggle.click()
-    assert children.is_visible()
     assert toggle.get_attribute("aria-expanded") == "true"
-    assert collapsed.count() == before - 1
-    assert children.query_selector_all("a.cid"), "the compile ids below it are not reachable"
+    assert children.is_visible()
     toggle.click()
     assert not children.is_visible()
+    assert toggle.get_attribute("aria-expanded") == "false"
+    toggle.press("Enter")
+    assert children.is_visible()
+    assert children.query_selector_all("a.cid"), "the compile ids below it are not reachable"
     assert_clean(report)
 
 

@@ -18,6 +18,8 @@ class TrieNode:
     children: dict[Frame, TrieNode] = field(default_factory=dict)
     units: list[CompileUnit] = field(default_factory=list)
     terminals: int = 0  # stacks ending here without a compile id (unknown stacks)
+    compiles: int = 0  # compile-id links at this node and below (what a collapsed node holds)
+    stacks: int = 0  # unknown stacks ending at this node and below
 
     def child(self, frame: Frame) -> TrieNode:
         node = self.children.get(frame)
@@ -37,7 +39,22 @@ def build_trie(stacks: list[tuple[list[Frame], CompileUnit | None]]) -> TrieNode
             node.terminals += 1
         else:
             node.units.append(unit)
+    _count(root)
     return root
+
+
+def _count(root: TrieNode) -> None:
+    """Fill in ``compiles`` and ``stacks`` of every node (children before parents; a loop,
+    not recursion: stacks can be deeper than Python's recursion limit)."""
+    order: list[TrieNode] = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        order.append(node)
+        todo.extend(node.children.values())
+    for node in reversed(order):
+        node.compiles = len(node.units) + sum(c.compiles for c in node.children.values())
+        node.stacks = node.terminals + sum(c.stacks for c in node.children.values())
 
 
 def compile_trie(units: list[CompileUnit]) -> TrieNode:

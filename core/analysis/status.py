@@ -1,4 +1,4 @@
-"""Compile-id status, as the stack trie colours it (tlparse's five states)."""
+"""Compile-id status, as the stack trie colours it (tlparse's five states, and one more)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ BREAK = "break"  # success with a restart, e.g. a graph break
 EMPTY = "empty"  # empty graph
 ERROR = "error"  # compilation failed
 MISSING = "missing"  # no compilation_metrics record
+INTERRUPTED = "interrupted"  # its phases were still open when the log ended
 
 LABELS = {
     OK: "Success",
@@ -16,6 +17,7 @@ LABELS = {
     EMPTY: "Empty graph",
     ERROR: "Error",
     MISSING: "Metrics were missing",
+    INTERRUPTED: "Interrupted: the log ends in it",
 }
 
 
@@ -38,18 +40,38 @@ def classify(metrics: list[dict]) -> str:
 def statuses(trace: Trace) -> dict[str, str]:
     """Display id → status for every unit (attempts of one compile share their metrics)."""
     by_key: dict[object, list[dict]] = {}
+    running: dict[object, CompileUnit] = {}  # compile → its attempt the log ends in
     for unit in trace.units.values():
-        bucket = by_key.setdefault(_compile_key(unit), [])
+        key = _compile_key(unit)
+        bucket = by_key.setdefault(key, [])
         bucket.extend(
             _status_fields(m.meta) for m in unit.metrics if m.type == "compilation_metrics"
         )
-    return {u.display: classify(by_key[_compile_key(u)]) for u in trace.units.values()}
+        if key in trace.open_phases:
+            last = running.get(key)
+            if last is None or _attempt(unit) >= _attempt(last):
+                running[key] = unit
+    result = {}
+    for unit in trace.units.values():
+        key = _compile_key(unit)
+        if running.get(key) is unit:
+            # the log ends inside this compile (tlparse says "missing", or "success" when it
+            # was compiling the backward graph, which torch does after the forward's metrics);
+            # an old torch that logs no metrics logs no unended phases either
+            result[unit.display] = INTERRUPTED
+        else:
+            result[unit.display] = classify(by_key[key])
+    return result
 
 
 def _status_fields(meta: dict) -> dict:
     """The fields :func:`classify` reads: every unit's metrics are held at once here, and a
     whole record is kilobytes (a recompile storm has thousands)."""
     return {key: meta.get(key) for key in ("fail_type", "graph_op_count", "restart_reasons")}
+
+
+def _attempt(unit: CompileUnit) -> int:
+    return (unit.id.attempt or 0) if unit.id is not None else 0
 
 
 def _compile_key(unit: CompileUnit) -> object:

@@ -19,6 +19,8 @@ from markupsafe import Markup
 from ..analysis import status as status_mod
 from ..analysis import views
 from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
+from ..analysis.interrupted import interrupted
+from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
@@ -50,6 +52,8 @@ LANDING_HREF = "../index.html"
 
 #: Artifacts open whatever their size: the traceback is what a failed compile's page is for.
 ALWAYS_OPEN = {"dynamo_error"}
+#: Items of each kind "Worst problems first" lists before "and N more".
+MAX_PROBLEMS = 5
 #: With more frames than this, the navigation lists only the frames index.
 MAX_FRAMES_IN_NAV = 40
 _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
@@ -164,6 +168,8 @@ class ReportRenderer:
         self._failures_of: dict[int, list[views.Failure]] = {}
         for failure in self.failures:
             self._failures_of.setdefault(id(failure.unit), []).append(failure)
+        self.interrupted = interrupted(trace, self.statuses)
+        self._interrupted_of = {id(cut.unit): cut for cut in self.interrupted}
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
         for gb in self.graph_breaks:
             for unit in gb.units:
@@ -273,15 +279,23 @@ class ReportRenderer:
             "n_break_hits": sum(b.count for b in self.graph_breaks),
             "n_recompiles": len(self.recompiles),
             "errors": errors,
+            "failure_groups": failure_groups(errors),
+            "interrupted": self.interrupted,
+            "max_items": MAX_PROBLEMS,
             "n_restarts": restarts,
             "total_time": total_time,
             "slowest": self.times[:5],
             "cache": cache,
-            "graph_breaks": self.graph_breaks[:5],
-            "recompiled": recompiled[:5],
+            "graph_breaks": self.graph_breaks,
+            "recompiled": [(f, recompile_pattern(f)) for f in recompiled[:MAX_PROBLEMS]],
+            "n_recompiled": len(recompiled),
             "has_trie": bool(trie.children),
             "trie": trie_html(trie, status_of=self.status, href_of=lambda u: self.href(u, depth=0)),
-            "legend": status_mod.LABELS,
+            "legend": {
+                key: label
+                for key, label in status_mod.LABELS.items()
+                if key != status_mod.INTERRUPTED or self.interrupted
+            },
             "unit_path": self.unit_path,
             "status": self.status,
             "function_of": self.function_of,
@@ -319,6 +333,7 @@ class ReportRenderer:
             "failures": failures,
             "restart_reasons": restart_reasons,
             "graph_breaks": self._breaks_of.get(id(unit), []),
+            "interrupted": self._interrupted_of.get(id(unit)),
             "recompile": self._recompile_of.get(id(unit)),
             "time": self._time_of.get(id(unit)),
             "summary_rows": self._summary_rows(unit),

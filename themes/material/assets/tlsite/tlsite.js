@@ -4,9 +4,12 @@
  * Markup (written by tlsite's renderer):
  *   <li class="trie-node"><span class="trie-toggle"></span> frame text <ul>...children...</ul></li>
  * Without JavaScript every level stays visible. With it, nodes deeper than OPEN_DEPTH start
- * collapsed, so a big trie opens as a readable summary. The toggle is a keyboard-focusable
- * button; the +/- marker itself is drawn by tlsite.css from the `trie-collapsed` class, and the
- * nested list is hidden with its `hidden` attribute.
+ * collapsed only when no compile id hangs below them (a compile id is what a user looks for,
+ * and library frames are where torch compiles), so every compile id shows on first load. A
+ * collapsed node's `.trie-count` (written by the renderer, shown by tlsite.css) says what it
+ * holds. The toggle is a keyboard-focusable button; the +/- marker itself is drawn by
+ * tlsite.css from the `trie-collapsed` class, and the nested list is hidden with its `hidden`
+ * attribute.
  *
  * Material's instant navigation swaps page content without reloading scripts and announces
  * each new page on its `document$` observable, so binding re-runs there when it exists; nodes
@@ -15,7 +18,7 @@
 (function () {
   "use strict";
 
-  var OPEN_DEPTH = 2; // levels 1..OPEN_DEPTH are shown initially; deeper levels are collapsed
+  var OPEN_DEPTH = 2; // levels 1..OPEN_DEPTH are shown initially; deeper ones without compile ids are collapsed
 
   function depthOf(node) {
     var depth = 0;
@@ -41,7 +44,8 @@
     }
     toggle.setAttribute("role", "button");
     toggle.setAttribute("tabindex", "0");
-    setOpen(node, toggle, children, depthOf(node) < OPEN_DEPTH);
+    var open = depthOf(node) < OPEN_DEPTH || children.querySelector("a.cid") !== null;
+    setOpen(node, toggle, children, open);
     toggle.addEventListener("click", function () {
       setOpen(node, toggle, children, children.hidden);
     });
