@@ -314,3 +314,18 @@ def test_tables_fit_a_phone(
         }"""
     )
     assert hidden == [0]
+
+
+def test_overview_names_each_builtin_as_code(sites: SiteCache) -> None:
+    """ "Worst problems first" tells the builtins apart the way the graph-breaks page does: the
+    name as code, never Markdown's backticks shown as text."""
+    page = sites.get(FAILURES).page("index.html")
+    items = [visible_text(li) for li in re.findall(r"(?s)<li>.*?</li>", article_text_html(page))]
+    builtin = [item for item in items if item.startswith("Graph break") and "builtin" in item]
+    assert len(builtin) >= 4 and not any("`" in item for item in builtin)
+    assert "Failed to trace builtin operator: <code>open</code>" in page
+
+
+def article_text_html(page: str) -> str:
+    """The "Worst problems first" section of the overview, as HTML."""
+    return page.split('id="worst-problems-first"', 1)[1].split("<h2", 1)[0]
