@@ -6,6 +6,7 @@ counter, which reproduces tlparse's file names (``-_0_0_0/dynamo_output_graph_0.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import PurePosixPath
 
 from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
@@ -191,6 +192,9 @@ def _unclaimed(stem: str, ext: str, claimed: dict[str, Artifact], name: str) -> 
 def chromium_event(ctx: RecordContext) -> None:
     ctx.consumed_payload = True  # chromium payloads never go to payloads/
     text = ctx.payload or ""
+    if '"inductor_compile"' in text:  # a few per compile: they say forward or backward
+        with contextlib.suppress(ValueError):
+            ctx.builder.inductor_compile_event(ctx.unit, loads_bounded(text))
     heavy = _bracket_heavy(ctx.record.payload_bytes)
     fast = ctx.builder.fast_paths and ctx.record.md5_ok
     if fast and ctx.builder.trace.year is not None and not heavy:
