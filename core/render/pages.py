@@ -174,6 +174,7 @@ class ReportRenderer:
         self._failures_of: dict[int, list[views.Failure]] = {}
         for failure in self.failures:
             self._failures_of.setdefault(id(failure.unit), []).append(failure)
+        self._function_of: dict[int, str] = {}
         #: node count (graphs) and line count of each artifact shown, from its unit page
         self._sizes: dict[int, tuple[int | None, int]] = {}
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
@@ -194,6 +195,13 @@ class ReportRenderer:
         return "../" * depth + f"{unit.dirname}/index.html"
 
     def function_of(self, unit: CompileUnit) -> str:
+        """The function compiled (kept: several pages ask, and metrics decode slowly)."""
+        name = self._function_of.get(id(unit))
+        if name is None:
+            name = self._function_of[id(unit)] = self._find_function(unit)
+        return name
+
+    def _find_function(self, unit: CompileUnit) -> str:
         name = unit.metric("co_name")
         if name:
             return str(name)
@@ -646,7 +654,7 @@ def function_label(frame: views.FrameCompiles) -> str:
     match = _RESUME.match(frame.function)
     if match is None:
         return frame.function
-    return f"{match['name']} (resume at line {match['line']})"
+    return f"{match['name']} (resume at line\u00a0{match['line']})"  # no-break: "line 22" stays
 
 
 def _is_graph(artifact: Artifact) -> bool:
