@@ -61,6 +61,9 @@ class TraceBuilder:
         self.fast_paths = fast_paths
         self.on_artifact = on_artifact
         self._open_phases: dict[CompileId, list[Phase]] = {}
+        #: per compile id, where each ``inductor_compile`` begun and not yet ended started
+        #: (the unit's artifact count then)
+        self._inductor_open: dict[CompileId | None, list[int]] = {}
 
     # -- numbering and folders ------------------------------------------------------------------
     def next_number(self) -> int:
@@ -155,6 +158,29 @@ class TraceBuilder:
             self.trace.year = _year_of(event.get("ts"))
         self.add_chromium_json(json.dumps(event, ensure_ascii=False))
 
+    def inductor_compile_event(self, unit: CompileUnit, event: Any) -> None:
+        """Label the artifacts logged inside one ``inductor_compile`` span with the graph it
+        compiled. Its end event says ``is_backward``; a forward is an inference when the
+        AOT graph it was made from is ``aot_inference_graph``. Older traces say neither, and
+        their artifacts stay unlabelled."""
+        if not isinstance(event, dict) or event.get("name") != "inductor_compile":
+            return
+        opened = self._inductor_open.setdefault(unit.id, [])
+        if event.get("ph") == "B":
+            opened.append(len(unit.artifacts))
+            return
+        if event.get("ph") != "E" or not opened:
+            return
+        start = opened.pop()
+        args = event.get("args")
+        backward = args.get("is_backward") if isinstance(args, dict) else None
+        if not isinstance(backward, bool):
+            return
+        role = "backward" if backward else _forward_role(unit.artifacts[:start])
+        for artifact in unit.artifacts[start:]:
+            if role and artifact.graph_role is None:
+                artifact.graph_role = role
+
     def add_chromium_json(self, text: str) -> None:
         """Spill one chromium event given as one line of JSON text."""
         self.trace.chromium_events += 1
@@ -233,6 +259,19 @@ class TraceBuilder:
         self._raw.close()
         self._chromium.close()
         self._describe.close()
+
+
+def _forward_role(before: list[Artifact]) -> str | None:
+    """ "forward" or "inference": which AOT graph the last one before an inductor compile is
+    (``None`` when none is, e.g. after an AOTAutograd cache hit)."""
+    for artifact in reversed(before):
+        if artifact.graph_role is not None or artifact.kind == "dynamo_output_graph":
+            return None  # an earlier compile's: this one logged no AOT graph
+        if artifact.kind in ("aot_forward_graph", "aot_joint_graph"):
+            return "forward"
+        if artifact.kind == "aot_inference_graph":
+            return "inference"
+    return None
 
 
 def _year_of(ts: Any) -> int | None:

@@ -6,6 +6,7 @@ counter, which reproduces tlparse's file names (``-_0_0_0/dynamo_output_graph_0.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import PurePosixPath
@@ -196,6 +197,9 @@ def chromium_event(ctx: RecordContext) -> None:
     mark = _phase_mark(text)
     if mark is not None:
         ctx.builder.chromium_phase(ctx.record, *mark)
+    if '"inductor_compile"' in text:  # a few per compile: they say forward or backward
+        with contextlib.suppress(ValueError):
+            ctx.builder.inductor_compile_event(ctx.unit, loads_bounded(text))
     heavy = _bracket_heavy(ctx.record.payload_bytes)
     fast = ctx.builder.fast_paths and ctx.record.md5_ok
     if fast and ctx.builder.trace.year is not None and not heavy:

@@ -58,6 +58,9 @@ class Artifact:
     listed_number: int | None = None  # the number compile_directory.json shows, if different
     raw_file: str | None = None  # for rendered pages: where the raw payload is (payloads/...)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: "forward", "backward" or "inference" when the trace says which graph inductor compiled
+    #: while logging this artifact (see TraceBuilder.inductor_compile_event)
+    graph_role: str | None = None
 
     @property
     def cache(self) -> str | None:

@@ -19,6 +19,7 @@ from markupsafe import Markup
 from ..analysis import status as status_mod
 from ..analysis import views
 from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
+from ..analysis.graph_size import fx_node_count
 from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
@@ -54,6 +55,23 @@ LANDING_HREF = "../index.html"
 ALWAYS_OPEN = {"dynamo_error"}
 #: Items of each kind "Worst problems first" lists before "and N more".
 MAX_PROBLEMS = 5
+#: Artifacts that are printed FX graphs (their node count is shown).
+GRAPH_KINDS = {
+    "dynamo_output_graph",
+    "optimize_ddp_split_graph",
+    "optimize_ddp_split_child",
+    "compiled_autograd_graph",
+    "aot_forward_graph",
+    "aot_backward_graph",
+    "aot_inference_graph",
+    "aot_joint_graph",
+    "inductor_pre_grad_graph",
+    "inductor_post_grad_graph",
+}
+#: ``artifact`` records that hold a graph: ``before_post_grad_graph``,
+#: ``compiled_autograd_graph_pre_reordering``, ... (not ``fx_graph_runnable``, a script).
+_GRAPH_ARTIFACT = re.compile(r"_graph(?:_pre_reordering)?$")
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
 #: With more frames than this, the navigation lists only the frames index.
 MAX_FRAMES_IN_NAV = 40
 _KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
@@ -170,6 +188,9 @@ class ReportRenderer:
             self._failures_of.setdefault(id(failure.unit), []).append(failure)
         self.interrupted = interrupted(trace, self.statuses)
         self._interrupted_of = {id(cut.unit): cut for cut in self.interrupted}
+        self._function_of: dict[int, str] = {}
+        #: node count (graphs) and line count of each artifact shown, from its unit page
+        self._sizes: dict[int, tuple[int | None, int]] = {}
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
         for gb in self.graph_breaks:
             for unit in gb.units:
@@ -188,6 +209,13 @@ class ReportRenderer:
         return "../" * depth + f"{unit.dirname}/index.html"
 
     def function_of(self, unit: CompileUnit) -> str:
+        """The function compiled (kept: several pages ask, and metrics decode slowly)."""
+        name = self._function_of.get(id(unit))
+        if name is None:
+            name = self._function_of[id(unit)] = self._find_function(unit)
+        return name
+
+    def _find_function(self, unit: CompileUnit) -> str:
         name = unit.metric("co_name")
         if name:
             return str(name)
@@ -226,8 +254,10 @@ class ReportRenderer:
             frame_nav.append((page.title, page.path))
             add(page)
         tree.extend(self.unit_page(u) for u in self.trace.units.values())
+        add(self.compile_ids_page())  # after the unit pages: it shows the sizes they measured
         tree.nav = [
             {"Overview": f"{p}index.md"},
+            {"All compile ids": f"{p}compile_ids.md"},
             {"Graph breaks": f"{p}graph_breaks.md"},
             {"Recompiles": f"{p}recompiles.md"},
             {"Failures and restarts": f"{p}failures.md"},
@@ -252,10 +282,61 @@ class ReportRenderer:
 
     def frames_index(self) -> Page:
         rows = [
-            (f, f"frame_{_frame_slug(f)}.md", sum(1 for _ in f.recompiles)) for f in self.frames
+            (f, f"frame_{_frame_slug(f)}.md", sum(1 for _ in f.recompiles), function_label(f))
+            for f in self.frames
         ]
-        md = render_markdown("frames_index.md", rows=rows)
+        md = render_markdown(
+            "frames_index.md", rows=rows, autograd=self.autograd_units(), prefix="../"
+        )
         return Page("frames/index.md", md, "All frames")
+
+    def autograd_units(self) -> list[CompileUnit]:
+        """Compile ids of compiled autograd's own graphs (``[!0/-/-]``): in no frame."""
+        return [
+            u
+            for u in self.trace.units.values()
+            if u.id is not None and u.id.compiled_autograd_id is not None and u.id.frame_id is None
+        ]
+
+    def compile_ids_page(self) -> Page:
+        """tlparse's index: every compile id in first-seen order with its artifacts."""
+        rows = []
+        for unit in self.trace.units.values():
+            time = self._time_of.get(id(unit))
+            framed = unit.id is not None and unit.id.frame_id is not None
+            status = self.status(unit) if framed else None
+            artifacts = []
+            for a in unit.artifacts:
+                nodes, lines = self._sizes.get(id(a), (None, 0))
+                artifacts.append(
+                    {
+                        "number": a.number,
+                        "name": a.name,
+                        "role": a.graph_role,
+                        "cache": a.cache,
+                        "nodes": nodes,
+                        "lines": lines,
+                        "size": _size_text(a.payload.size) if a.payload else "",
+                    }
+                )
+            rows.append(
+                {
+                    "display": unit.display,
+                    "dirname": unit.dirname,
+                    "href": self.href(unit, depth=0),
+                    "status": status,
+                    "status_label": status_mod.LABELS[status] if status else "",
+                    "function": self.function_of(unit) if framed else "",
+                    "seconds": time.total if time else None,
+                    "artifacts": artifacts,
+                }
+            )
+        blocks: dict[str, CodeBlock | HtmlBlock] = {}
+        table = self._html_block("compile-ids", render("compile_ids_table.html", rows=rows), blocks)
+        md = render_markdown(
+            "compile_ids.md", table=table, autograd=self.autograd_units(), unit_path=self.unit_path
+        )
+        return Page("compile_ids.md", md, "All compile ids", blocks)
 
     # -- pages -----------------------------------------------------------------------------
     def overview(self) -> Page:
@@ -303,6 +384,7 @@ class ReportRenderer:
             "landing_href": LANDING_HREF,
             "job_article": _article(trace.job_ranks or 0),
             "export_lead": _extra_pages().export_lead(self),
+            "autograd": self.autograd_units(),
         }
         return Page("index.md", render_markdown("overview.md", **context), "Overview")
 
@@ -434,7 +516,7 @@ class ReportRenderer:
         return Page("unknown_stacks.md", md, "Unknown stacks")
 
     def frame_page(self, frame: views.FrameCompiles) -> Page:
-        title = f"Frame {frame.frame}: {frame.function}"
+        title = f"Frame {frame.frame}: {function_label(frame)}"
         md = render_markdown(
             "frame.md",
             frame=frame,
@@ -470,9 +552,11 @@ class ReportRenderer:
         self, unit: CompileUnit, artifact: Artifact, blocks: dict[str, CodeBlock]
     ) -> dict[str, Any]:
         title = artifact.name
+        if artifact.graph_role:
+            title = f"{title} ({artifact.graph_role})"
         if artifact.kind == "inductor_output_code":
             filename = artifact.metadata.get("filename")
-            title = f"inductor_output_code {filename.rsplit('/', 1)[-1]}" if filename else title
+            title = f"{title} {filename.rsplit('/', 1)[-1]}" if filename else title
         view: dict[str, Any] = {
             "number": artifact.number,
             "name": artifact.name,
@@ -480,10 +564,13 @@ class ReportRenderer:
             "link_url": artifact.url if artifact.is_link else None,
             "raw_href": f"../{artifact.raw_file or artifact.path}" if artifact.path else None,
             "cache": artifact.cache,
+            "role": artifact.graph_role,
             "kernels": [],
             "block": None,
             "open": False,
             "truncated": False,
+            "nodes": None,
+            "lines": 0,
             "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
         }
         shown = artifact_code(self.trace, artifact)
@@ -493,6 +580,9 @@ class ReportRenderer:
         if artifact.kind == "inductor_output_code":
             view["kernels"] = sorted(set(_KERNEL.findall(text)))
         lines = text.count("\n") + 1
+        nodes = fx_node_count(text) if _is_graph(artifact) else None
+        self._sizes[id(artifact)] = (nodes, lines)
+        view.update(nodes=nodes, lines=lines)
         if block.head_lines is not None:
             view.update(truncated=True, shown_lines=block.head_lines, total_lines=lines)
         token = f"artifact-{artifact.number}"
@@ -572,6 +662,22 @@ def _extra_pages() -> Any:
     from . import extra_pages  # imported late: extra_pages imports this module
 
     return extra_pages
+
+
+def function_label(frame: views.FrameCompiles) -> str:
+    """A frame's function for titles: dynamo's resume functions
+    (``torch_dynamo_resume_in_forward_at_22``) read ``forward (resume at line 22)``, since
+    long names that share their start are cut to look alike in the navigation."""
+    match = _RESUME.match(frame.function)
+    if match is None:
+        return frame.function
+    return f"{match['name']} (resume at line\u00a0{match['line']})"  # no-break: "line 22" stays
+
+
+def _is_graph(artifact: Artifact) -> bool:
+    if artifact.kind == "artifact":
+        return bool(_GRAPH_ARTIFACT.search(artifact.name))
+    return artifact.kind in GRAPH_KINDS
 
 
 def _frame_slug(frame: views.FrameCompiles) -> str:
