@@ -32,6 +32,9 @@ ASSET_DIR = "assets/tlsite"
 WORKER_SHIM = f"{ASSET_DIR}/iframe-worker-shim.js"
 EXTRA_CSS = f"{ASSET_DIR}/tlsite.css"
 EXTRA_JS = f"{ASSET_DIR}/tlsite.js"
+#: Adds matches in the pages' code (``CODE_INDEX``) to Material's search results.
+SEARCH_CODE_JS = f"{ASSET_DIR}/search-code.js"
+CODE_INDEX = "search/code_index.js"
 
 # navigation.prune keeps the nav from being rendered into every page (quadratic size otherwise).
 # navigation.instant is left out: it turns itself off on file:// and needs site_url for Pages.
@@ -121,7 +124,7 @@ def site_config(
         "plugins": [{"search": {"separator": SEARCH_SEPARATOR}}, "offline"],
         "extra": {
             # the name contains "iframe-worker", so the offline plugin adds no unpkg.com shim
-            "polyfills": [WORKER_SHIM],
+            "polyfills": [WORKER_SHIM, SEARCH_CODE_JS],
             "generator": False,  # no "Made with Material" footer link
         },
         "extra_css": [EXTRA_CSS],

@@ -22,6 +22,7 @@ from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..stats import FINDING_REASONS, SKIP_REASONS
 from ..store import read_slice
+from .code_terms import KERNEL, CodeSection, code_terms, metric_terms
 from .compat import kernel_stack_traces, pretty_json
 from .escape import fence
 from .highlight import CodeBlock, Highlighter, effective_lang, read_block_text
@@ -44,7 +45,6 @@ OPEN_KINDS = {
 OPEN_LINE_LIMIT = 300
 #: With more frames than this, the navigation lists only the frames index.
 MAX_FRAMES_IN_NAV = 40
-_KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
 
 
 CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
@@ -80,6 +80,8 @@ class Page:
     markdown: str
     title: str
     blocks: dict[str, CodeBlock | HtmlBlock] = field(default_factory=dict)
+    #: the words of the code blocks that search finds (see :mod:`.code_terms`)
+    code: list[CodeSection] = field(default_factory=list)
 
     def standalone_markdown(self) -> str:
         text = self.markdown
@@ -156,6 +158,7 @@ class ReportRenderer:
         self._failures_of: dict[int, list[views.Failure]] = {}
         for failure in self.failures:
             self._failures_of.setdefault(id(failure.unit), []).append(failure)
+        self._code_terms: dict[tuple[str, str], tuple[str, ...]] = {}  # by code and name
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
         for gb in self.graph_breaks:
             for unit in gb.units:
@@ -323,7 +326,9 @@ class ReportRenderer:
         }
         title = f"{unit.display} {context['function']}".strip()
         markdown = render_markdown("compile_unit.md", **context)
-        return Page(self.unit_path(unit), markdown, title, blocks)
+        code = [a["code"] for a in context["artifacts"] if a["code"] is not None]
+        code += [m["code"] for m in context["metrics_tables"]]
+        return Page(self.unit_path(unit), markdown, title, blocks, code)
 
     def graph_breaks_page(self) -> Page:
         md = render_markdown(
@@ -457,13 +462,21 @@ class ReportRenderer:
             "open": False,
             "truncated": False,
             "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
+            "code": None,
         }
         shown = artifact_code(self.trace, artifact)
         if shown is None:
             return view
         block, text = shown
+        terms = self._code_terms.get((block.md5, artifact.name))
+        if terms is None:  # a recompile storm shows the same code thousands of times
+            terms = self._code_terms[block.md5, artifact.name] = tuple(
+                code_terms(artifact.name, text)
+            )
+        anchor = f"artifact-{artifact.number}"
+        view["code"] = CodeSection(anchor, f"{title} ({artifact.number})", terms)
         if artifact.kind == "inductor_output_code":
-            view["kernels"] = sorted(set(_KERNEL.findall(text)))
+            view["kernels"] = sorted(set(KERNEL.findall(text)))
         lines = text.count("\n") + 1
         if block.head_lines is not None:
             view.update(truncated=True, shown_lines=block.head_lines, total_lines=lines)
@@ -483,10 +496,13 @@ class ReportRenderer:
     def _metrics_table(self, event: Event, token: str, blocks: dict) -> dict[str, Any]:
         rows = _metrics_rows(event)
         html = render("metrics_table.html", rows=rows)
+        title = _metrics_title(event)
         return {
-            "title": _metrics_title(event),
+            "title": title,
+            "anchor": token,
             "count": len(rows),
             "block": self._html_block(token, html, blocks),
+            "code": CodeSection(token, title, tuple(metric_terms(key for key, _ in rows))),
         }
 
     def _guards(self, unit: CompileUnit) -> list[str]:

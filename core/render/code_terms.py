@@ -1,0 +1,135 @@
+"""The words of each artifact's code that search finds: ops, kernels, graph nodes, guards.
+
+A report's code blocks are put into its pages after the search plugin has indexed them
+(indexing megabytes of code would make the index too big to load), so without these an op
+such as ``aten.mm`` or a kernel name found no page. Each artifact contributes a short sorted
+list of distinct terms taken from the text the page renders anyway, by regular expressions:
+
+* ops: ``aten.mm.default`` (``torch.ops.<ns>.<op>[.<overload>]``, and ``aten.x`` / ``prims.x``
+  in generated code's comments), ``torch.nn.functional.layer_norm`` (calls in Dynamo graphs),
+  ``extern_kernels.mm``;
+* kernel names: ``triton_poi_fused_...``, ``cpp_fused_...``;
+* graph node names (without their ``_<n>`` suffix: ``view_12`` is ``view``);
+* guard kinds (``TENSOR_MATCH``), guard functions (``___check_obj_id``) and the variables
+  guarded (``L['x']``, ``G['torch']``);
+* the field names of compilation metrics.
+
+:class:`CodeIndex` keeps each distinct list once (a recompile storm repeats the same code
+thousands of times) and is written as ``search/code_index.js``, which the theme's
+``search-code.js`` loads when search is opened and matches against what the user types.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+#: Graph dumps and generated code whose terms are indexed. JSON payloads, configs and
+#: compiled-function wrappers add little but their size.
+_OP = re.compile(r"torch\.ops\.(\w+\.\w+(?:\.\w+)?)|\b((?:aten|prims)\.\w+(?:\.\w+)?)")
+_TORCH_CALL = re.compile(r"\b(torch\.(?!ops\.)\w+(?:\.\w+)*)\(")
+_EXTERN = re.compile(r"\b(extern_kernels\.\w+)")
+KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
+# a node of a printed FX graph: "    mm: "f32[8, 8][8, 1]cpu" = ..." or "    mm = ..."
+_NODE = re.compile(r"^ {4,}(\w+)(?:: \"[^\"\n]*\")? = ", re.MULTILINE)
+_NUMBERED = re.compile(r"_\d+$")
+_GUARD_KIND = re.compile(r"\+- ([A-Z][A-Z0-9_]+):")
+_GUARD_CALL = re.compile(r"\b(___\w+|check_tensor|check_obj_id|check_type_id)\(")
+_GUARDED = re.compile(r"\b([LG]\['[^'\n\]]{1,120}'\])")
+#: At most this many terms per artifact: the index stays small on graphs of thousands of nodes.
+MAX_TERMS = 400
+#: Terms longer than this are left out (generated names of hundreds of characters).
+MAX_TERM_LENGTH = 160
+
+
+def code_terms(name: str, text: str) -> list[str]:
+    """The distinct search terms of one artifact's code (``name`` is the artifact's name)."""
+    terms: set[str] = set()
+    if "guard" in name:
+        terms.update(_GUARD_KIND.findall(text))
+        terms.update(_GUARD_CALL.findall(text))
+        terms.update(_GUARDED.findall(text))
+    else:
+        for namespaced, comment in _OP.findall(text):
+            terms.add(namespaced or comment)
+        terms.update(KERNEL.findall(text))
+        terms.update(_EXTERN.findall(text))
+        if "def forward" in text or "class " in text:  # a graph (not generated code)
+            terms.update(_TORCH_CALL.findall(text))
+            if "inductor_output_code" not in name:
+                terms.update(_NUMBERED.sub("", node) for node in _NODE.findall(text))
+    return _bounded(terms)
+
+
+def metric_terms(keys: Iterable[str]) -> list[str]:
+    """The search terms of a compilation-metrics table: its field names."""
+    return _bounded(keys)
+
+
+def _bounded(terms: Iterable[str]) -> list[str]:
+    """Sorted, without whitespace or over-long terms, at most :data:`MAX_TERMS` (the shorter
+    first: an op or a kernel rather than a long generated name)."""
+    kept = sorted(
+        {t for t in terms if t and len(t) <= MAX_TERM_LENGTH and not any(c.isspace() for c in t)}
+    )
+    if len(kept) > MAX_TERMS:
+        kept = sorted(sorted(kept, key=len)[:MAX_TERMS])
+    return kept
+
+
+@dataclass(frozen=True, slots=True)
+class CodeSection:
+    """The terms of one part of a page: an artifact or a metrics table."""
+
+    anchor: str  # the id of the section's heading on the page
+    title: str  # as the search result shows it
+    terms: tuple[str, ...]
+
+
+@dataclass
+class CodeIndex:
+    """The code terms of every page, each distinct list of terms and title stored once.
+
+    Written as JavaScript (``var __tlsite_code = {...}``) so that it loads with a
+    ``<script>`` from ``file://``. ``pages`` holds ``[location, title, [anchor, title index,
+    terms index, ...]]`` per page; ``terms`` are space-separated.
+    """
+
+    titles: list[str] = field(default_factory=list)
+    terms: list[str] = field(default_factory=list)
+    pages: list[list[object]] = field(default_factory=list)
+    _title_ids: dict[str, int] = field(default_factory=dict, repr=False)
+    _term_ids: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def add_page(self, location: str, title: str, sections: Iterable[CodeSection]) -> None:
+        """Add the sections of the page at ``location`` (site-relative, e.g.
+        ``-_0_0_0/index.html``) that have terms."""
+        entries: list[object] = []
+        for section in sections:
+            if not section.terms:
+                continue
+            entries += [
+                section.anchor,
+                _intern(section.title, self.titles, self._title_ids),
+                _intern(" ".join(section.terms), self.terms, self._term_ids),
+            ]
+        if entries:
+            self.pages.append([location, title, entries])
+
+    def __bool__(self) -> bool:
+        return bool(self.pages)
+
+    def javascript(self) -> str:
+        """The index as the script ``search-code.js`` loads."""
+        data = {"titles": self.titles, "terms": self.terms, "pages": self.pages}
+        return f"var __tlsite_code = {json.dumps(data, separators=(',', ':'))};\n"
+
+
+def _intern(value: str, values: list[str], ids: dict[str, int]) -> int:
+    index = ids.get(value)
+    if index is None:
+        index = ids[value] = len(values)
+        values.append(value)
+    return index
