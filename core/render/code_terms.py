@@ -26,8 +26,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-#: Graph dumps and generated code whose terms are indexed. JSON payloads, configs and
-#: compiled-function wrappers add little but their size.
 _OP = re.compile(r"torch\.ops\.(\w+\.\w+(?:\.\w+)?)|\b((?:aten|prims)\.\w+(?:\.\w+)?)")
 _TORCH_CALL = re.compile(r"\b(torch\.(?!ops\.)\w+(?:\.\w+)*)\(")
 _EXTERN = re.compile(r"\b(extern_kernels\.\w+)")
@@ -45,8 +43,10 @@ MAX_TERM_LENGTH = 160
 
 
 def code_terms(name: str, text: str) -> list[str]:
-    """The distinct search terms of one artifact's code (``name`` is the artifact's name)."""
+    """The distinct search terms of one artifact's code (``name`` is the artifact's name),
+    sorted; node names only as far as :data:`MAX_TERMS` leaves room for them."""
     terms: set[str] = set()
+    nodes: set[str] = set()
     if "guard" in name:
         terms.update(_GUARD_KIND.findall(text))
         terms.update(_GUARD_CALL.findall(text))
@@ -56,35 +56,34 @@ def code_terms(name: str, text: str) -> list[str]:
             terms.add(namespaced or comment)
         terms.update(KERNEL.findall(text))
         terms.update(_EXTERN.findall(text))
-        if "def forward" in text or "class " in text:  # a graph (not generated code)
+        if "def forward" in text:  # a graph (generated code has "def call")
             terms.update(_TORCH_CALL.findall(text))
             if "inductor_output_code" not in name:
-                terms.update(_NUMBERED.sub("", node) for node in _NODE.findall(text))
-    return _bounded(terms)
+                nodes.update(_NUMBERED.sub("", node) for node in _NODE.findall(text))
+    kept = _usable(terms)[:MAX_TERMS]
+    kept += _usable(nodes - terms)[: MAX_TERMS - len(kept)]
+    return sorted(kept)
 
 
 def metric_terms(keys: Iterable[str]) -> list[str]:
     """The search terms of a compilation-metrics table: its field names."""
-    return _bounded(keys)
+    return sorted(_usable(keys)[:MAX_TERMS])
 
 
-def _bounded(terms: Iterable[str]) -> list[str]:
-    """Sorted, without whitespace or over-long terms, at most :data:`MAX_TERMS` (the shorter
-    first: an op or a kernel rather than a long generated name)."""
-    kept = sorted(
-        {t for t in terms if t and len(t) <= MAX_TERM_LENGTH and not any(c.isspace() for c in t)}
+def _usable(terms: Iterable[str]) -> list[str]:
+    """The terms without whitespace or over-long ones, shortest first."""
+    return sorted(
+        {t for t in terms if t and len(t) <= MAX_TERM_LENGTH and not any(c.isspace() for c in t)},
+        key=lambda t: (len(t), t),
     )
-    if len(kept) > MAX_TERMS:
-        kept = sorted(sorted(kept, key=len)[:MAX_TERMS])
-    return kept
 
 
 @dataclass(frozen=True, slots=True)
 class CodeSection:
-    """The terms of one part of a page: an artifact or a metrics table."""
+    """The terms of one part of a page: an artifact, or a section with a heading of its own."""
 
-    anchor: str  # the id of the section's heading on the page
-    title: str  # as the search result shows it
+    heading: int | str  # an artifact's number (its heading is #artifact-N), or a heading's id
+    title: str  # as the search result shows it; an artifact's gets " (N)" there
     terms: tuple[str, ...]
 
 
@@ -93,8 +92,8 @@ class CodeIndex:
     """The code terms of every page, each distinct list of terms and title stored once.
 
     Written as JavaScript (``var __tlsite_code = {...}``) so that it loads with a
-    ``<script>`` from ``file://``. ``pages`` holds ``[location, title, [anchor, title index,
-    terms index, ...]]`` per page; ``terms`` are space-separated.
+    ``<script>`` from ``file://``. ``pages`` holds ``[location, title, [heading, title index,
+    terms index, ...]]`` per page (see :class:`CodeSection`); ``terms`` are space-separated.
     """
 
     titles: list[str] = field(default_factory=list)
@@ -111,7 +110,7 @@ class CodeIndex:
             if not section.terms:
                 continue
             entries += [
-                section.anchor,
+                section.heading,
                 _intern(section.title, self.titles, self._title_ids),
                 _intern(" ".join(section.terms), self.terms, self._term_ids),
             ]

@@ -473,8 +473,7 @@ class ReportRenderer:
             terms = self._code_terms[block.md5, artifact.name] = tuple(
                 code_terms(artifact.name, text)
             )
-        anchor = f"artifact-{artifact.number}"
-        view["code"] = CodeSection(anchor, f"{title} ({artifact.number})", terms)
+        view["code"] = CodeSection(artifact.number, title, terms)
         if artifact.kind == "inductor_output_code":
             view["kernels"] = sorted(set(KERNEL.findall(text)))
         lines = text.count("\n") + 1

@@ -172,9 +172,12 @@
       for (var e = 0; e < entries.length; e += 3) {
         var html = lists[entries[e + 2]];
         if (html === undefined) continue;
+        // an artifact is named by its number: its heading is "#artifact-N", "title (N)"
+        var heading = entries[e], title = index.titles[entries[e + 1]];
+        var artifact = typeof heading === "number";
         sections.push({
-          location: location + "#" + entries[e],
-          title: escapeHtml(index.titles[entries[e + 1]]),
+          location: location + "#" + (artifact ? "artifact-" + heading : heading),
+          title: escapeHtml(artifact ? title + " (" + heading + ")" : title),
           text: html,
           terms: terms
         });
@@ -271,6 +274,26 @@
       return remove.call(worker, type, inner || listener, options);
     };
   }
+
+  /* ---- arriving from a code result ---------------------------------------------------- */
+
+  /* A code result links to an artifact's heading with the query in `?h=` (Material marks its
+   * words in the page): the artifact's code, collapsed under the heading, is opened and its
+   * first mark scrolled into view. */
+  function showCodeMatch() {
+    if (!/^#(artifact|metrics)-\d+$/.test(location.hash)) return;
+    if (!new URLSearchParams(location.search).has("h")) return;
+    var heading = document.getElementById(location.hash.slice(1));
+    for (var node = heading && heading.nextElementSibling; node; node = node.nextElementSibling) {
+      if (/^H[1-6]$/.test(node.tagName)) return;
+      if (node.tagName !== "DETAILS") continue;
+      node.open = true;
+      var mark = node.querySelector("mark");
+      if (mark) mark.scrollIntoView({ block: "center" });
+      return;
+    }
+  }
+  window.addEventListener("load", function () { setTimeout(showCodeMatch, 0); });
 
   function Worker(url, options) {
     var worker = new BaseWorker(url, options);
