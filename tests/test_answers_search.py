@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import pytest
+import yaml
 from corpus import TORCH_213, TRAINING_TRACE_GLOB
 from test_site import (
     RECOMPILES,
@@ -25,6 +27,8 @@ from test_site import (
     inductor_kernels,
     site_cache,
 )
+
+from tlsite.cli import example_trace
 
 if TYPE_CHECKING:
     from browser import SiteOpener, SiteReport
@@ -201,3 +205,38 @@ def test_code_matches_are_escaped(training: BuiltSite, open_site: SiteOpener) ->
     hit.wait_for(state="visible", timeout=SEARCH_TIMEOUT_MS)
     assert hit.inner_text() == "L['idx']"
     assert report.dialogs == []
+
+
+# -- other MkDocs sites -----------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_site_that_embeds_the_report_searches_its_code(tmp_path: Path) -> None:
+    """The report under ``report/`` of another site: its code index names the report's pages
+    where that site's search finds them, and the pages load the script that reads it."""
+    from test_embed import PROJECT, run
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    config = yaml.safe_load((project / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["plugins"][1]["tlsite"]["trace"] = str(example_trace())
+    (project / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    site = tmp_path / "site"
+    done = run("mkdocs", "build", "--strict", "-d", str(site), cwd=project)
+    assert done.returncode == 0, done.stderr
+    found = sections(site)
+    assert found and all(location.startswith("report/-_") for location in found)
+    assert any("aten.addmm.default" in terms for terms in found.values())
+    page = (site / "report" / "-_0_0_0" / "index.html").read_text(encoding="utf-8")
+    assert "assets/tlsite/search-code.js" in page
+
+
+@pytest.mark.slow
+def test_the_markdown_tree_does_not_ask_for_a_code_index(tmp_path: Path) -> None:
+    """Built by plain ``mkdocs build``, the tree's search indexes its code fences itself: its
+    pages must not load a script that would look for a file no one wrote."""
+    from test_embed import run
+
+    out = tmp_path / "md"
+    done = run("tlsite", "markdown", str(example_trace()), "-o", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load((out / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert not any("search-code" in script for script in config["extra"]["polyfills"])
