@@ -28,7 +28,7 @@ from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import render_tree
 
-from .site_config import ASSET_DIR, SEARCH_CODE_JS, THEME_DIR, site_config
+from .site_config import ASSET_DIR, THEME_DIR, site_config
 
 DOCS = "docs"
 OVERRIDES = "overrides"
@@ -90,8 +90,6 @@ def _write(
         site_name=site_name or f"tlsite: {trace.source}",
         nav=tree.nav,
     )
-    # its search indexes the code blocks themselves (they are fences here): no code index
-    config["extra"]["polyfills"].remove(SEARCH_CODE_JS)
     # portable: paths relative to mkdocs.yml, the template override copied beside it
     config["docs_dir"] = DOCS
     config["site_dir"] = "site"

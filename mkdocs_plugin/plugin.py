@@ -166,6 +166,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         }
         if self._embedded:
             _add_report_needs(config)
+        if _has_search(config):
+            _add_code_search(config)
         if self.config.nav:
             # without an explicit nav, MkDocs would list every report page: built in on_files
             self._auto_nav = config.nav is None
@@ -424,6 +426,17 @@ def _has_search(config: MkDocsConfig) -> bool:
     return any(name in config.plugins for name in ("search", "material/search"))
 
 
+def _add_code_search(config: MkDocsConfig) -> None:
+    """Load the script that searches the code index (:meth:`TlsitePlugin._write_code_index`).
+
+    A polyfill: Material loads those before it starts its search worker, which it wraps. Only
+    sites with this plugin get it (a landing page or a Markdown tree has no code index).
+    """
+    polyfills = config.extra.setdefault("polyfills", [])
+    if isinstance(polyfills, list) and SEARCH_CODE_JS not in polyfills:
+        polyfills.append(SEARCH_CODE_JS)
+
+
 def _add_report_needs(config: MkDocsConfig) -> None:
     """Give an embedding site the Markdown extensions and theme files the report uses."""
     for name in REQUIRED_EXTENSIONS:
@@ -433,7 +446,3 @@ def _add_report_needs(config: MkDocsConfig) -> None:
         config.extra_css.append(EXTRA_CSS)
     if EXTRA_JS not in [str(script) for script in config.extra_javascript]:
         config.extra_javascript.append(EXTRA_JS)  # type: ignore[arg-type]
-    # Material loads its polyfills before it starts the search worker, which this one wraps
-    polyfills = config.extra.setdefault("polyfills", [])
-    if isinstance(polyfills, list) and SEARCH_CODE_JS not in polyfills:
-        polyfills.append(SEARCH_CODE_JS)

@@ -32,7 +32,8 @@ ASSET_DIR = "assets/tlsite"
 WORKER_SHIM = f"{ASSET_DIR}/iframe-worker-shim.js"
 EXTRA_CSS = f"{ASSET_DIR}/tlsite.css"
 EXTRA_JS = f"{ASSET_DIR}/tlsite.js"
-#: Adds matches in the pages' code (``CODE_INDEX``) to Material's search results.
+#: Adds matches in the pages' code (``CODE_INDEX``) to Material's search results; the tlsite
+#: plugin adds it to the polyfills of the sites it builds a report into.
 SEARCH_CODE_JS = f"{ASSET_DIR}/search-code.js"
 CODE_INDEX = "search/code_index.js"
 
@@ -124,7 +125,7 @@ def site_config(
         "plugins": [{"search": {"separator": SEARCH_SEPARATOR}}, "offline"],
         "extra": {
             # the name contains "iframe-worker", so the offline plugin adds no unpkg.com shim
-            "polyfills": [WORKER_SHIM, SEARCH_CODE_JS],
+            "polyfills": [WORKER_SHIM],
             "generator": False,  # no "Made with Material" footer link
         },
         "extra_css": [EXTRA_CSS],
