@@ -240,3 +240,27 @@ def test_the_markdown_tree_does_not_ask_for_a_code_index(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     config = yaml.safe_load((out / "mkdocs.yml").read_text(encoding="utf-8"))
     assert not any("search-code" in script for script in config["extra"]["polyfills"])
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_a_hostile_page_title_in_a_code_result_is_text(
+    tmp_path: Path, open_site: SiteOpener
+) -> None:
+    """A page found only through the code index gets its title from the index: trace text
+    (here a function name full of markup) that must show as text and run nothing."""
+    from test_hostile_trace import hostile, hostile_trace
+
+    from tlsite.cli import build
+
+    log = tmp_path / "hostile.log"
+    log.write_text(hostile_trace(), encoding="utf-8")
+    outcome = build(str(log), tmp_path / "site", make_zip=False)
+    assert "fail_reason" in set().union(*sections(outcome.site).values())
+    page, report = search(open_site, outcome.site, "fail_reason")
+    hit = page.locator(".md-search-result__item a[href*='#metrics-0']").first
+    hit.wait_for(state="visible", timeout=SEARCH_TIMEOUT_MS)
+    titles = page.locator(".md-search-result__article h1").all_inner_texts()
+    assert any(hostile("coname")[:100] in title for title in titles), titles
+    page.wait_for_timeout(500)  # anything injected would have run by now
+    assert report.dialogs == [] and report.console_errors == []
