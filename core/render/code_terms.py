@@ -8,7 +8,7 @@ list of distinct terms taken from the text the page renders anyway, by regular e
 * ops: ``aten.mm.default`` (``torch.ops.<ns>.<op>[.<overload>]``, and ``aten.x`` / ``prims.x``
   in generated code's comments), ``torch.nn.functional.layer_norm`` (calls in Dynamo graphs),
   ``extern_kernels.mm``;
-* kernel names: ``triton_poi_fused_...``, ``cpp_fused_...``;
+* kernel names in generated code: ``triton_poi_fused_...``, ``cpp_fused_...``;
 * graph node names (without their ``_<n>`` suffix: ``view_12`` is ``view``);
 * guard kinds (``TENSOR_MATCH``), guard functions (``___check_obj_id``) and the variables
   guarded (``L['x']``, ``G['torch']``);
@@ -33,7 +33,6 @@ _ATEN_OP = re.compile(r"aten\.\w+(?:\.\w+)?")  # generated code's comments: "Ori
 _PRIMS_OP = re.compile(r"prims\.\w+(?:\.\w+)?")
 _TORCH_CALL = re.compile(r"torch\.(?!ops\.)\w+(?:\.\w+)*(?=\()")
 _EXTERN = re.compile(r"extern_kernels\.\w+")
-KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
 _KERNELS = (re.compile(r"triton_(?:poi|red|per|tem|for|mm)_\w+"), re.compile(r"cpp_fused_\w+"))
 # a node of a printed FX graph: "    mm: "f32[8, 8][8, 1]cpu" = ..." or "    mm = ..."
 _NODE = re.compile(r"\n {4,}(\w+)(?:: \"[^\"\n]*\")? = ")
@@ -62,8 +61,7 @@ def code_terms(name: str, text: str) -> list[str]:
     else:
         terms.update(_NAMESPACED_OP.findall(text))
         if "inductor_output_code" in name or "async_compile" in text:  # generated code
-            for pattern in _KERNELS:
-                terms.update(pattern.findall(text))
+            terms.update(kernel_names(text))
             terms.update(_EXTERN.findall(text))
             terms.update(_ATEN_OP.findall(text))
             terms.update(_PRIMS_OP.findall(text))
@@ -73,6 +71,11 @@ def code_terms(name: str, text: str) -> list[str]:
     kept = _usable(terms)[:MAX_TERMS]
     kept += _usable(nodes - terms)[: MAX_TERMS - len(kept)]
     return sorted(kept)
+
+
+def kernel_names(text: str) -> set[str]:
+    """The Triton and C++ kernels that generated code names."""
+    return {name for pattern in _KERNELS for name in pattern.findall(text)}
 
 
 def metric_terms(keys: Iterable[str]) -> list[str]:

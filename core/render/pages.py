@@ -22,7 +22,7 @@ from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..stats import FINDING_REASONS, SKIP_REASONS
 from ..store import read_slice
-from .code_terms import KERNEL, CodeSection, code_terms, metric_terms
+from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import kernel_stack_traces, pretty_json
 from .escape import fence
 from .highlight import CodeBlock, Highlighter, effective_lang, read_block_text
@@ -475,7 +475,7 @@ class ReportRenderer:
             )
         view["code"] = CodeSection(artifact.number, title, terms)
         if artifact.kind == "inductor_output_code":
-            view["kernels"] = sorted(set(KERNEL.findall(text)))
+            view["kernels"] = sorted(kernel_names(text))
         lines = text.count("\n") + 1
         if block.head_lines is not None:
             view.update(truncated=True, shown_lines=block.head_lines, total_lines=lines)
