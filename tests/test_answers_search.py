@@ -95,6 +95,19 @@ def test_every_graph_that_calls_an_op_is_found_by_it(training: BuiltSite) -> Non
 
 @pytest.mark.slow
 @needs_training
+def test_graph_node_names_are_found_without_their_number(training: BuiltSite) -> None:
+    found = sections(training.site)
+    graphs = [a for a in artifacts_of(training.trace) if a.name == "dynamo_output_graph"]
+    assert graphs
+    for artifact in graphs:
+        text = artifact_text(training, artifact.page, artifact.number)
+        nodes = {re.sub(r"_\d+$", "", n) for n in re.findall(r"(?m)^ {8}(\w+): \"", text)}
+        terms = found[f"{artifact.page}#artifact-{artifact.number}"]
+        assert nodes and nodes <= terms, sorted(nodes - terms)
+
+
+@pytest.mark.slow
+@needs_training
 def test_kernels_guards_and_metrics_are_found(training: BuiltSite) -> None:
     found = sections(training.site)
     every_term = set().union(*found.values())
@@ -158,6 +171,7 @@ def search(open_site: SiteOpener, site: Path, query: str) -> tuple[Page, SiteRep
         ("aten.mm", "#artifact-", "aten.mm.default"),
         ("addmm", "#artifact-", "aten.addmm.default"),
         ("layer_norm", "#artifact-", "torch.nn.functional.layer_norm"),
+        ("attn_output", "#artifact-1", "attn_output"),  # a node of the Dynamo graph
         ("cpp_fused_gelu_view_3", "#artifact-13", "cpp_fused_gelu_view_3"),
         ("TENSOR_MATCH", "#artifact-21", "TENSOR_MATCH"),
         ("L['idx']", "#artifact-21", "L['idx']"),
