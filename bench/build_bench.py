@@ -439,10 +439,18 @@ INIT_SCRIPT = r"""
     }
     return worker;
   }
+  // A Worker class may construct another inside (tlsite's search-code.js wraps the shim's):
+  // only the outermost one, the worker as Material sees it, is hooked.
+  let depth = 0;
   function wrap(Base) {
     if (typeof Base !== "function" || Base.__tlb) return Base;
     const Wrapped = new Proxy(Base, {
-      construct(target, args) { return hook(Reflect.construct(target, args)); },
+      construct(target, args) {
+        depth++;
+        let worker;
+        try { worker = Reflect.construct(target, args); } finally { depth--; }
+        return depth === 0 ? hook(worker) : worker;
+      },
     });
     Wrapped.__tlb = true;
     return Wrapped;

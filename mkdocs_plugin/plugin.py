@@ -42,7 +42,7 @@ from .csp import add_csp, add_csp_to_template
 from .deferred_page import DeferredPage
 from .prepared import PreparedReport, prepare_report
 from .search_spill import SpilledSearchIndex
-from .site_config import ASSET_DIR, EXTRA_CSS, EXTRA_JS, THEME_DIR
+from .site_config import ASSET_DIR, CODE_INDEX, EXTRA_CSS, EXTRA_JS, SEARCH_CODE_JS, THEME_DIR
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
 
@@ -166,6 +166,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         }
         if self._embedded:
             _add_report_needs(config)
+        if _has_search(config):
+            _add_code_search(config)
         if self.config.nav:
             # without an explicit nav, MkDocs would list every report page: built in on_files
             self._auto_nav = config.nav is None
@@ -329,9 +331,22 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     @event_priority(-50)
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         self._page_written(None)
+        self._write_code_index(config)
         if self._embedded:
             self._write_compat(config)
         self._release()
+
+    def _write_code_index(self, config: MkDocsConfig) -> None:
+        """Write the words of the pages' code that search finds beside the search index
+        (``search-code.js`` loads it from there, also in a site that embeds the report)."""
+        report = self._prepared
+        if report is None or not report.code_index or not _has_search(config):
+            return
+        path = os.path.join(config.site_dir, CODE_INDEX)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(report.code_index.javascript())
+        self._files_written(config.site_dir, [CODE_INDEX])
 
     def _place_compat(self, config: MkDocsConfig) -> None:
         """Put the tlparse-compatible files into the site: written by the process that read
@@ -405,6 +420,21 @@ def _compat_targets(trace: Trace) -> list[str]:
             paths.extend(p for p in (artifact.path, artifact.readable_path) if p)
     paths.extend(f"payloads/{key}.txt" for key in trace.loose_payloads)
     return paths
+
+
+def _has_search(config: MkDocsConfig) -> bool:
+    return any(name in config.plugins for name in ("search", "material/search"))
+
+
+def _add_code_search(config: MkDocsConfig) -> None:
+    """Load the script that searches the code index (:meth:`TlsitePlugin._write_code_index`).
+
+    A polyfill: Material loads those before it starts its search worker, which it wraps. Only
+    sites with this plugin get it (a landing page or a Markdown tree has no code index).
+    """
+    polyfills = config.extra.setdefault("polyfills", [])
+    if isinstance(polyfills, list) and SEARCH_CODE_JS not in polyfills:
+        polyfills.append(SEARCH_CODE_JS)
 
 
 def _add_report_needs(config: MkDocsConfig) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from mkdocs.utils.meta import YAML_RE
 
 from tlsite.core.model import Trace
+from tlsite.core.render.code_terms import CodeIndex
 from tlsite.core.render.highlight import CodeBlock
 from tlsite.core.render.pages import Page, dump_blocks, render_tree
 from tlsite.core.stats import ParseStats
@@ -49,6 +50,8 @@ class PreparedReport:
     #: site build moves them into the site
     files: list[str] = field(default_factory=list)
     files_dir: str | None = None
+    #: the words of the pages' code that search finds (written as search/code_index.js)
+    code_index: CodeIndex = field(default_factory=CodeIndex)
     store: PayloadStore | None = field(default=None, repr=False, compare=False)
 
     def close(self) -> None:
@@ -93,6 +96,9 @@ def prepare_report(trace: Trace, *, prefix: str = "", defer_bodies: bool = True)
 
     def park(page: Page) -> None:
         report.pages.append(_park(page, store, defer_body=defer_bodies))
+        if page.code:  # page.html, not page/index.html, whatever the site's URLs
+            location = f"{prefix}{page.path.removesuffix('.md')}.html"
+            report.code_index.add_page(location, page.title, page.code)
         for block in page.blocks.values():
             if isinstance(block, CodeBlock):
                 report.code_bytes += block.size

@@ -32,6 +32,10 @@ ASSET_DIR = "assets/tlsite"
 WORKER_SHIM = f"{ASSET_DIR}/iframe-worker-shim.js"
 EXTRA_CSS = f"{ASSET_DIR}/tlsite.css"
 EXTRA_JS = f"{ASSET_DIR}/tlsite.js"
+#: Adds matches in the pages' code (``CODE_INDEX``) to Material's search results; the tlsite
+#: plugin adds it to the polyfills of the sites it builds a report into.
+SEARCH_CODE_JS = f"{ASSET_DIR}/search-code.js"
+CODE_INDEX = "search/code_index.js"
 
 # navigation.prune keeps the nav from being rendered into every page (quadratic size otherwise).
 # navigation.instant is left out: it turns itself off on file:// and needs site_url for Pages.

@@ -455,10 +455,16 @@ def _search_text(site: Path) -> str:
     else:  # search_index.js: `var __index = {...}`
         raw = (site / "search" / "search_index.js").read_text(encoding="utf-8")
         data = json.loads(raw[raw.index("{") : raw.rindex("}") + 1])
-    return "\n".join(
+    text = "\n".join(
         visible_text(doc.get("title", "")) + "\n" + visible_text(doc.get("text", ""))
         for doc in data["docs"]
     )
+    # what search finds in the code (ops, kernels, guards) is in a second file
+    code = site / "search" / "code_index.js"
+    if code.is_file():
+        raw = code.read_text(encoding="utf-8")
+        text += "\n" + "\n".join(json.loads(raw[raw.index("{") : raw.rindex("}") + 1])["terms"])
+    return text
 
 
 def search_text(built: BuiltSite) -> str:

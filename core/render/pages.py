@@ -27,6 +27,7 @@ from ..analysis.symbols import unit_symbols
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..stats import FINDING_REASONS, SKIP_REASONS
 from ..store import read_slice
+from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import kernel_stack_traces, pretty_json
 from .escape import fence
 from .highlight import CodeBlock, Highlighter, effective_lang, read_block_text
@@ -74,7 +75,6 @@ _GRAPH_ARTIFACT = re.compile(r"_graph(?:_pre_reordering)?$")
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
 #: With more frames than this, the navigation lists only the frames index.
 MAX_FRAMES_IN_NAV = 40
-_KERNEL = re.compile(r"\b((?:triton_(?:poi|red|per|tem|for|mm)_|cpp_fused_)\w+)")
 
 
 CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
@@ -110,6 +110,8 @@ class Page:
     markdown: str
     title: str
     blocks: dict[str, CodeBlock | HtmlBlock] = field(default_factory=dict)
+    #: the words of the code blocks that search finds (see :mod:`.code_terms`)
+    code: list[CodeSection] = field(default_factory=list)
 
     def standalone_markdown(self) -> str:
         text = self.markdown
@@ -191,6 +193,7 @@ class ReportRenderer:
         self._function_of: dict[int, str] = {}
         #: node count (graphs) and line count of each artifact shown, from its unit page
         self._sizes: dict[int, tuple[int | None, int]] = {}
+        self._code_terms: dict[tuple[str, str], tuple[str, ...]] = {}  # by code and name
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
         for gb in self.graph_breaks:
             for unit in gb.units:
@@ -432,7 +435,9 @@ class ReportRenderer:
         }
         title = f"{unit.display} {context['function']}".strip()
         markdown = render_markdown("compile_unit.md", **context)
-        return Page(self.unit_path(unit), markdown, title, blocks)
+        code = [a["code"] for a in context["artifacts"] if a["code"] is not None]
+        code += [m["code"] for m in context["metrics_tables"]]
+        return Page(self.unit_path(unit), markdown, title, blocks, code)
 
     def graph_breaks_page(self) -> Page:
         md = render_markdown(
@@ -572,13 +577,20 @@ class ReportRenderer:
             "nodes": None,
             "lines": 0,
             "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
+            "code": None,
         }
         shown = artifact_code(self.trace, artifact)
         if shown is None:
             return view
         block, text = shown
+        terms = self._code_terms.get((block.md5, artifact.name))
+        if terms is None:  # a recompile storm shows the same code thousands of times
+            terms = self._code_terms[block.md5, artifact.name] = tuple(
+                code_terms(artifact.name, text)
+            )
+        view["code"] = CodeSection(artifact.number, title, terms)
         if artifact.kind == "inductor_output_code":
-            view["kernels"] = sorted(set(_KERNEL.findall(text)))
+            view["kernels"] = sorted(kernel_names(text))
         lines = text.count("\n") + 1
         nodes = fx_node_count(text) if _is_graph(artifact) else None
         self._sizes[id(artifact)] = (nodes, lines)
@@ -603,10 +615,13 @@ class ReportRenderer:
     def _metrics_table(self, event: Event, token: str, blocks: dict) -> dict[str, Any]:
         rows = _metrics_rows(event)
         html = render("metrics_table.html", rows=rows)
+        title = _metrics_title(event)
         return {
-            "title": _metrics_title(event),
+            "title": title,
+            "anchor": token,
             "count": len(rows),
             "block": self._html_block(token, html, blocks),
+            "code": CodeSection(token, title, tuple(metric_terms(key for key, _ in rows))),
         }
 
     def _guards(self, unit: CompileUnit) -> list[str]:
