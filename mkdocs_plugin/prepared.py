@@ -49,6 +49,7 @@ class PreparedReport:
     #: site build moves them into the site
     files: list[str] = field(default_factory=list)
     files_dir: str | None = None
+    found: str = ""  # what the report found, for the terminal (see SiteTree.found)
     store: PayloadStore | None = field(default=None, repr=False, compare=False)
 
     def close(self) -> None:
@@ -100,7 +101,8 @@ def prepare_report(trace: Trace, *, prefix: str = "", defer_bodies: bool = True)
                     seen.add(key)
                     report.code_blocks.append(block)
 
-    report.nav = render_tree(trace, prefix=prefix, sink=park).nav
+    tree = render_tree(trace, prefix=prefix, sink=park)
+    report.nav, report.found = tree.nav, tree.found
     store.flush()  # highlight workers read the code from the pack file
     return report
 
