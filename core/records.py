@@ -126,6 +126,8 @@ class Record:
     payload_lines: int = 0
     md5_ok: bool = True
     other_rank: bool = False  # names another rank: skipped, kept only for raw.jsonl
+    #: names no rank in a log whose rank is known: this rank's, though tlparse drops it
+    unranked: bool = False
     json_text: str = ""  # the envelope as logged (raw.jsonl reuses it without re-encoding)
 
     @property
@@ -330,6 +332,7 @@ class RecordReader:
                 record.other_rank = True
                 yield record
                 continue
+            record.unranked = self.expected_rank is not None and envelope.get("rank") is None
             stats.read("record")
             stats.read("payload", record.payload_lines)
             yield record

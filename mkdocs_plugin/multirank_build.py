@@ -61,7 +61,8 @@ def build_rank_report(
     plugin = build_report(
         trace, site, raw_log=raw_log, highlight_workers=0, site_name=f"Rank {summary.rank}"
     )
-    return {"summary": f"{trace.stats.summary()}; {plugin.found}", "clean": trace.stats.is_clean}
+    summary_line = f"{trace.stats.summary()}; found {plugin.found}"
+    return {"summary": summary_line, "clean": trace.stats.is_clean}
 
 
 def build_multirank(
