@@ -53,7 +53,7 @@ def rankless_after_a_rank(log: Path) -> int:
     tlsite keeps them (torch logs ``torch_version`` so in each rank's own log)."""
     ranked, count = False, 0
     for line in log.read_bytes().split(b"\n"):
-        head, _, text = line.partition(b"] ")
+        _, _, text = line.partition(b"] ")
         if line.startswith(b"\t") or not text.startswith(b"{"):
             continue
         try:
