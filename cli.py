@@ -219,17 +219,20 @@ def _looks_like_a_trace_path(word: str) -> bool:
 
 
 def _output_problem(args: argparse.Namespace, inputs: list[str]) -> str | None:
-    """Why the command must not write its output (None when it may): the folder or its
-    bundle exists and ``--overwrite`` was not given, or it may not be replaced at all."""
+    """Why the command must not write its output (None when it may): it may not be replaced
+    at all, or the folder or its bundle exists and ``--overwrite`` was not given."""
     from tlsite.core.output import bundle_path, refusal
 
     out = Path(args.out).resolve()
     fmt = _bundle_format(args) if hasattr(args, "bundle") else "none"
     archive = bundle_path(out, fmt)
+    refused = refusal(out, inputs=inputs, bundle=fmt)  # first: --overwrite would not help
+    if refused is not None:
+        return refused
     existing = [p for p in (out, archive) if p is not None and (p.exists() or p.is_symlink())]
     if existing and not args.overwrite:
         return f"{existing[0]} already exists; pass --overwrite to replace it or use -o DIR"
-    return refusal(out, inputs=inputs, bundle=fmt)
+    return None
 
 
 def _check_redact(args: argparse.Namespace) -> str | None:

@@ -220,6 +220,20 @@ def test_overwrite_replaces_a_report_tlsite_wrote(
     assert names == (["site"] if bundle == "none" else ["site", f"site.{bundle}"])
 
 
+def test_a_report_tlsite_wrote_is_kept_without_overwrite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = tmp_path / "site"
+    assert main(["build", str(SIMPLE), "-o", str(site), "--no-zip"], capsys)[0] == 0
+    before = snapshot(tmp_path)
+    code, _, err = main(["build", str(SIMPLE), "-o", str(site), "--no-zip"], capsys)
+    assert code == cli.EXIT_USAGE
+    assert err.strip() == (
+        f"tlsite: error: {site} already exists; pass --overwrite to replace it or use -o DIR"
+    )
+    assert snapshot(tmp_path) == before
+
+
 def test_overwrite_replaces_an_empty_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -238,7 +252,7 @@ def test_an_archive_of_the_users_beside_the_site_is_never_replaced(
         archive.writestr("run1/trace.log", SIMPLE.read_bytes())
     before = snapshot(tmp_path)
     code, _, err = main(["build", str(SIMPLE), "-o", str(tmp_path / "run1")], capsys)
-    assert code == cli.EXIT_USAGE and "run1.zip already exists" in err
+    assert code == cli.EXIT_USAGE and "not a bundle tlsite wrote" in err
     code, _, err = main(build_args(SIMPLE, tmp_path / "run1"), capsys)
     assert code == cli.EXIT_USAGE and "not a bundle tlsite wrote" in err
     code, _, err = main(build_args(mine, tmp_path / "run1"), capsys)  # the input itself

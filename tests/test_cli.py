@@ -70,7 +70,7 @@ def test_existing_output_without_overwrite_is_refused(tmp_path: Path, cwd: Path)
     done = run_tlsite("build", "--example", "-o", str(out), "--no-browser", cwd=cwd)
     assert done.returncode == 2
     assert str(out) in done.stderr
-    assert "--overwrite" in done.stderr
+    assert "not a folder tlsite wrote" in done.stderr  # so --overwrite would not replace it
     assert "Traceback" not in done.stderr
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
     assert (out / "notes.txt").read_text(encoding="utf-8") == "my notes\n"
