@@ -511,16 +511,16 @@ def build(
                 in_helper=redactor is None,  # the redactor counts what it replaces here
             )
             made.append(report)
-            why = report.stats.not_a_trace()
-            if why is not None:
-                given = Path(path).name == log.display_name
-                raise InputError(f"{path if given else log.display_name}: {why}")
-            extra = {}
-            if redactor is not None and isinstance(report, Trace):
-                report.notes.append(redaction_note(redactor))
-                extra["redaction"] = redaction_summary(redactor)
-            bar.stage("Writing pages")
             try:
+                why = report.stats.not_a_trace()
+                if why is not None:
+                    shown = path if Path(path).name == log.display_name else log.display_name
+                    raise InputError(f"{shown}: {why}")
+                extra = {}
+                if redactor is not None and isinstance(report, Trace):
+                    report.notes.append(redaction_note(redactor))
+                    extra["redaction"] = redaction_summary(redactor)
+                bar.stage("Writing pages")
                 plugin = build_report(
                     report,
                     site,
