@@ -53,10 +53,18 @@ def test_torchrun_rank_logs_build_clean_with_their_torch_version(
     rank_lines = [line for line in stdout.splitlines() if " records from " in line]
     assert len(rank_lines) == 2, stdout
     assert not any("skipped" in line for line in rank_lines), rank_lines
-    for rank in (0, 1):
+    for rank, line in enumerate(rank_lines):
         page = (out / f"rank_{rank}" / "index.html").read_text(encoding="utf-8")
         assert glance(page, "PyTorch") == "2.13.0+cpu"
         assert "nothing skipped" in glance(page, "Log")
+        # each rank's line says what its report found, with its overview's counts
+        breaks = re.fullmatch(r"(\d+) distinct, hit (\d+) times", glance(page, "Graph breaks"))
+        assert breaks is not None
+        assert line.endswith(
+            f"; found {breaks[1]} graph breaks (hit {breaks[2]} times), "
+            f"{glance(page, 'Compilation failures')} compilation failures, "
+            f"{glance(page, 'Recompiles')} recompiles"
+        ), line
 
 
 @pytest.mark.parametrize("log", sorted(MULTI_RANK.glob("*.log")), ids=lambda p: p.name[:30])
