@@ -1,8 +1,9 @@
 """The ``tlsite`` command line: argument parsing and the end-of-run summary only.
 
-Exit codes: 0 the report was built; 1 nothing could be built; 2 usage error (bad flags, an
-existing output folder without ``--overwrite``); 3 the report was built but ``--strict`` found
-skipped lines.
+Exit codes: 0 the report was built; 1 nothing could be built (the input is missing,
+unreadable or not a trace); 2 usage error (bad flags, an existing output without
+``--overwrite``, or one ``--overwrite`` must not replace: see :mod:`tlsite.core.output`); 3 the
+report was built but ``--strict`` found skipped lines.
 """
 
 from __future__ import annotations
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         cut = argv.index("--")
         argv, command = argv[:cut], argv[cut + 1 :]
     parser = _parser()
+    if argv and _looks_like_a_trace_path(argv[0]):  # tlparse's habit: tlparse trace.log
+        parser.error(f"{argv[0]!r} is not a command; to build its report: tlsite build {argv[0]}")
     args = parser.parse_args(argv)
     if args.command == "run" and not command:
         parser.error("give the command to run after --: tlsite run [options] -- python train.py")
@@ -206,6 +209,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         return _run_command(args, command)
     return EXIT_USAGE
+
+
+def _looks_like_a_trace_path(word: str) -> bool:
+    """A first argument that names a file rather than a command (``tlsite trace.log``)."""
+    if word.startswith("-") or word in ("build", "publish", "markdown", "run"):
+        return False
+    return os.path.exists(word) or "." in word or os.sep in word
+
+
+def _output_problem(args: argparse.Namespace, inputs: list[str]) -> str | None:
+    """Why the command must not write its output (None when it may): it may not be replaced
+    at all, or the folder or its bundle exists and ``--overwrite`` was not given."""
+    from tlsite.core.output import bundle_path, refusal
+
+    out = Path(args.out).resolve()
+    fmt = _bundle_format(args) if hasattr(args, "bundle") else "none"
+    archive = bundle_path(out, fmt)
+    refused = refusal(out, inputs=inputs, bundle=fmt)  # first: --overwrite would not help
+    if refused is not None:
+        return refused
+    existing = [p for p in (out, archive) if p is not None and (p.exists() or p.is_symlink())]
+    if existing and not args.overwrite:
+        return f"{existing[0]} already exists; pass --overwrite to replace it or use -o DIR"
+    return None
 
 
 def _check_redact(args: argparse.Namespace) -> str | None:
@@ -242,13 +269,15 @@ def _fail(message: str, code: int) -> int:
 
 def _build_command(args: argparse.Namespace) -> int:
     from tlsite.core import InputError
+    from tlsite.core.output import OutputRefused
 
     if args.example == bool(args.path):
         return _fail("give a trace PATH or --example (not both)", EXIT_USAGE)
     path = str(example_trace()) if args.example else args.path
     out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        return _fail(f"{out} already exists; pass --overwrite to replace it or use -o DIR", 2)
+    problem = _output_problem(args, [path])
+    if problem is not None:
+        return _fail(problem, EXIT_USAGE)
     try:
         outcome = build(
             path,
@@ -262,6 +291,8 @@ def _build_command(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             all_ranks=args.all_ranks_html,
         )
+    except OutputRefused as exc:
+        return _fail(str(exc), EXIT_USAGE)
     except InputError as exc:
         return _fail(str(exc), EXIT_FAILED)
     except OSError as exc:
@@ -327,11 +358,13 @@ def _publish_command(args: argparse.Namespace) -> int:
 
 def _markdown_command(args: argparse.Namespace) -> int:
     from tlsite.core import InputError
+    from tlsite.core.output import OutputRefused
     from tlsite.mkdocs_plugin.markdown_export import export_markdown
 
     out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        return _fail(f"{out} already exists; pass --overwrite to replace it or use -o DIR", 2)
+    problem = _output_problem(args, [args.path])
+    if problem is not None:
+        return _fail(problem, EXIT_USAGE)
     try:
         pages = export_markdown(
             args.path,
@@ -341,6 +374,8 @@ def _markdown_command(args: argparse.Namespace) -> int:
             export_mode=args.export,
             redactor=_redactor(args),
         )
+    except OutputRefused as exc:
+        return _fail(str(exc), EXIT_USAGE)
     except InputError as exc:
         return _fail(str(exc), EXIT_FAILED)
     except OSError as exc:
@@ -355,11 +390,13 @@ def _markdown_command(args: argparse.Namespace) -> int:
 
 def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     from tlsite.core import InputError
+    from tlsite.core.output import OutputRefused
     from tlsite.run_command import new_trace_dir, run_traced, traced_ranks
 
     out = Path(args.out).resolve()
-    if out.exists() and not args.overwrite:
-        return _fail(f"{out} already exists; pass --overwrite to replace it or use -o DIR", 2)
+    problem = _output_problem(args, [args.trace_dir] if args.trace_dir else [])
+    if problem is not None:
+        return _fail(problem, EXIT_USAGE)
     if args.trace_dir:
         trace_dir = Path(args.trace_dir).resolve()
         if trace_dir.exists() and (not trace_dir.is_dir() or any(trace_dir.iterdir())):
@@ -382,6 +419,8 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
             outcome = build(str(trace_dir), out, jobs=args.jobs, **options)
         else:
             outcome = build(str(trace_dir), out, latest=True, rank=args.rank, **options)
+    except OutputRefused as exc:
+        return _fail(str(exc), EXIT_USAGE)
     except InputError as exc:
         return _fail(str(exc), EXIT_FAILED)
     except OSError as exc:
@@ -420,15 +459,21 @@ def build(
     ``make_zip``). With ``redactor``, the log is redacted as it is read, so every page, file
     and the bundle is made from the redacted text. A folder of rank logs (and no ``rank``)
     gives one site for all ranks, ``jobs`` ranks read at a time (``all_ranks``: even one).
+    An existing ``out`` is replaced only when :func:`tlsite.core.output.refusal` allows it
+    (else :class:`~tlsite.core.output.OutputRefused`); an input in which no record could be
+    read raises :class:`~tlsite.core.InputError`.
     """
-    from tlsite.core import Trace, resolve_input, select_log
+    from tlsite.core import InputError, Trace, resolve_input, select_log
+    from tlsite.core.output import check_replaceable
     from tlsite.core.redact import redacted_source, redaction_note, redaction_summary
     from tlsite.mkdocs_plugin.build import build_report
 
-    from .progress import Progress
+    from .progress import BYTES, Progress
 
     started = time.perf_counter()
     out = out.resolve()
+    fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
+    check_replaceable(out, inputs=[path], bundle=fmt)
     out.parent.mkdir(parents=True, exist_ok=True)
     with Progress(enabled=progress) as bar, resolve_input(path, latest=latest) as resolved:
         rank_logs = all(log.rank is not None for log in resolved.logs)
@@ -441,7 +486,7 @@ def build(
                 started=started,
                 jobs=jobs,
                 export_mode=export_mode,
-                fmt=bundle if bundle is not None else ("zip" if make_zip else "none"),
+                fmt=fmt,
                 redactor=redactor,
             )
         log = select_log(resolved, rank, path)
@@ -449,14 +494,14 @@ def build(
         if redactor is not None:
             log = redacted_source(log, redactor)
             notes = [redactor.text(note) for note in notes]
-        fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
         raw_log = Path(log.plain_path) if log.plain_path else log.chunks
         made: list[Trace | PreparedReport] = []
+        found: list[str] = []
 
         def make_site(
             site: Path, on_file: Callable[[str], None] | None
         ) -> tuple[str, dict[str, Any]]:
-            bar.stage(f"Reading {log.display_name}", log.size_hint)
+            bar.stage(f"Reading {log.display_name}", log.size_hint, unit=BYTES)
             report, highlighter = _read_log(
                 log,
                 export_mode=export_mode,
@@ -466,13 +511,17 @@ def build(
                 in_helper=redactor is None,  # the redactor counts what it replaces here
             )
             made.append(report)
-            extra = {}
-            if redactor is not None and isinstance(report, Trace):
-                report.notes.append(redaction_note(redactor))
-                extra["redaction"] = redaction_summary(redactor)
-            bar.stage("Writing pages")
             try:
-                build_report(
+                why = report.stats.not_a_trace()
+                if why is not None:
+                    shown = path if Path(path).name == log.display_name else log.display_name
+                    raise InputError(f"{shown}: {why}")
+                extra = {}
+                if redactor is not None and isinstance(report, Trace):
+                    report.notes.append(redaction_note(redactor))
+                    extra["redaction"] = redaction_summary(redactor)
+                bar.stage("Writing pages")
+                plugin = build_report(
                     report,
                     site,
                     raw_log=raw_log,
@@ -483,6 +532,7 @@ def build(
             finally:
                 if highlighter is not None:
                     highlighter.close()
+            found.append(plugin.found)
             return report.source, extra
 
         try:
@@ -502,7 +552,7 @@ def build(
         bundle=archive,
         bundle_size=size,
         seconds=time.perf_counter() - started,
-        summary=stats.summary(),
+        summary=f"{stats.summary()}\nFound: {found[0]}",
         clean=stats.is_clean,
         bundle_format=fmt,
     )

@@ -103,6 +103,9 @@ class TraceBuilder:
         if record.other_rank:
             self._write_raw(record, None)
             return
+        if record.unranked:
+            self._add_facts_only(record)
+            return
         stats = self.trace.stats
         for key in record.envelope:
             if key not in CONTEXT_KEYS and key != record.event_type:
@@ -132,6 +135,17 @@ class TraceBuilder:
                         artifact.raw_file = payload_filename
         if record.event_type != "chromium_event":
             self._write_raw(record, payload_filename)
+
+    def _add_facts_only(self, record: Record) -> None:
+        """A record naming no rank in a rank's log (torch logs ``torch_version`` so): what it
+        says is this rank's (the torch version), but tlparse drops it as another rank's, so it
+        gets no numbered file, and every later file keeps tlparse's name and number."""
+        handler = handler_for(record.event_type) or handlers.generic_handler
+        number = self._number
+        scratch = CompileUnit(id=None, order=-1, first_line=record.line)  # not in the model
+        handler(RecordContext(self, record, scratch))
+        self._number = number
+        self._write_raw(record, None)
 
     def envelope_json(self, record: Record) -> bytes:
         """The record's envelope as one line of UTF-8 JSON, for keeping it on disk: the text

@@ -213,16 +213,18 @@ def write_bundle(
     """Write ``site/manifest.json``, then ``site`` as ``<site>.zip`` or ``<site>.7z`` beside it.
 
     The manifest goes into the folder itself, so the bundle is exactly the folder. Returns the
-    bundle's path and size; ``fmt == "none"`` writes nothing (and no manifest).
+    bundle's path and size; ``fmt == "none"`` writes only the manifest: it is also what marks
+    the folder as tlsite's, which ``--overwrite`` may replace (see :mod:`tlsite.core.output`).
     """
     if fmt not in BUNDLE_FORMATS:
         raise ValueError(f"bundle format must be one of {', '.join(BUNDLE_FORMATS)}, not {fmt!r}")
+    if fmt in ("none", "7z"):
+        manifest = manifest_json(site, trace=trace, version=version, extra=extra)
+        (site / MANIFEST_NAME).write_bytes(manifest)
     if fmt == "none":
         return None, 0
     dest = site.with_name(f"{site.name}.{fmt}")
     if fmt == "7z":
-        manifest = manifest_json(site, trace=trace, version=version, extra=extra)
-        (site / MANIFEST_NAME).write_bytes(manifest)
         return dest, write_7z(site, dest)
     return dest, _write_zip_bundle(site, dest, trace=trace, version=version, extra=extra)
 

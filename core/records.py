@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 from .compile_id import CompileId
 from .frames import InternTable
-from .stats import ParseStats
+from .stats import ParseStats, shorten_line
 
 # tlparse's header pattern, searched (not anchored) so prefixes like "[rank0]:" are accepted.
 HEADER = re.compile(
@@ -125,7 +125,9 @@ class Record:
     payload_md5: str | None = None
     payload_lines: int = 0
     md5_ok: bool = True
-    other_rank: bool = False  # skipped by the rank filter; kept only for raw.jsonl
+    other_rank: bool = False  # names another rank: skipped, kept only for raw.jsonl
+    #: names no rank in a log whose rank is known: this rank's, though tlparse drops it
+    unranked: bool = False
     json_text: str = ""  # the envelope as logged (raw.jsonl reuses it without re-encoding)
 
     @property
@@ -287,6 +289,8 @@ class RecordReader:
             if not raw:
                 stats.read("blank")
                 continue
+            if stats.first_line is None:
+                stats.first_line = shorten_line(raw)
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -328,6 +332,7 @@ class RecordReader:
                 record.other_rank = True
                 yield record
                 continue
+            record.unranked = self.expected_rank is not None and envelope.get("rank") is None
             stats.read("record")
             stats.read("payload", record.payload_lines)
             yield record
@@ -424,8 +429,13 @@ class RecordReader:
         return "\n".join(kept), dropped
 
     def _is_other_rank(self, envelope: dict[str, Any]) -> bool:
-        """tlparse's rank filter: the first rank seen wins; later records must match it."""
+        """The rank filter: the first rank seen wins; a later record naming another rank is
+        skipped. A record that names no rank belongs to this log: torch logs some records
+        (``torch_version``, the string table) without one even in a rank's own log, where
+        tlparse drops them and so reports a healthy rank log as damaged."""
         rank = envelope.get("rank")
+        if rank is None:
+            return False
         if self.expected_rank is None:
             if type(rank) is int:
                 self.expected_rank = rank

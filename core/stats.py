@@ -20,7 +20,7 @@ SKIP_REASONS: dict[str, str] = {
     "not_object": "the record's JSON is not an object",
     "not_utf8": "not valid UTF-8",
     "orphan_payload": "payload line with no record before it (that record was skipped)",
-    "other_rank": "record from another rank than the first one seen in this log",
+    "other_rank": "record naming another rank than the first one seen in this log",
     "bad_str": "malformed string-table (str) record",
 }
 
@@ -36,6 +36,10 @@ FINDING_REASONS: dict[str, str] = {
 
 SAMPLE_LIMIT = 200
 SAMPLE_CHARS = 160
+#: Characters of the first line quoted when a file is not a trace.
+FIRST_LINE_CHARS = 60
+#: Line outcomes of a line that holds a record (a glog header and a JSON object), used or not.
+RECORD_OUTCOMES = ("record", "interned", "other_rank", "bad_str")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,7 @@ class ParseStats:
     unknown_events: Counter[str] = field(default_factory=Counter)
     unknown_keys: Counter[str] = field(default_factory=Counter)
     detected_rank: int | None = None
+    first_line: str | None = None  # the first non-blank line, shortened (see shorten_line)
 
     def read(self, outcome: str, count: int = 1) -> None:
         self.outcomes[outcome] += count
@@ -106,7 +111,36 @@ class ParseStats:
             parts.append(f"{self.findings['md5_mismatch']:,} payload MD5 mismatches")
         return f"{self.source}: " + "; ".join(parts)
 
+    def not_a_trace(self) -> str | None:
+        """Why the input is not a TORCH_TRACE log when no line of it held a record, else None.
+
+        A file that is not a trace (a text file, a binary) would otherwise build an empty
+        report that looks clean; a damaged trace with some records left still builds.
+        """
+        if any(self.outcomes[outcome] for outcome in RECORD_OUTCOMES):
+            return None
+        if self.first_line is None:
+            return "not a TORCH_TRACE log: it holds only blank lines"
+        return (
+            "not a TORCH_TRACE log: no trace record (a glog header, then a JSON object) could "
+            f"be read from it; it starts with {self.first_line}"
+        )
+
     @property
     def is_clean(self) -> bool:
         """True when nothing was skipped and no payload was damaged (what --strict checks)."""
         return self.skipped_lines == 0 and not self.findings["md5_mismatch"]
+
+
+def shorten_line(raw: bytes) -> str:
+    """A line quoted for a message: control characters and undecodable bytes escaped, cut."""
+    shown: list[str] = []
+    length = 0
+    for char in raw[: FIRST_LINE_CHARS * 4].decode("utf-8", "backslashreplace"):
+        token = char if char.isprintable() else repr(char)[1:-1]
+        length += len(token)
+        if length > FIRST_LINE_CHARS:  # cut between characters, never inside an escape
+            shown.append("…")
+            break
+        shown.append(token)
+    return '"' + "".join(shown) + '"'

@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import yaml
 
-from tlsite.core import load_source, resolve_input, select_log
+from tlsite.core import InputError, load_source, resolve_input, select_log
 from tlsite.core.model import Trace
+from tlsite.core.output import MARKDOWN_HEADER, check_replaceable
 from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import render_tree
@@ -40,12 +41,16 @@ def write_markdown_tree(
     *,
     raw_log: Callable[[], Iterator[bytes]] | None = None,
     site_name: str | None = None,
+    inputs: Iterable[str] = (),
 ) -> list[str]:
     """Write the project for ``trace`` into ``out`` (built in a staging folder, then swapped).
 
-    Returns the Markdown pages written, relative to ``out/docs``.
+    An existing ``out`` is replaced only when :func:`tlsite.core.output.refusal` allows it
+    (``inputs``: the paths the trace was read from). Returns the Markdown pages written,
+    relative to ``out/docs``.
     """
     out = out.resolve()
+    check_replaceable(out, inputs=inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
@@ -94,12 +99,8 @@ def _write(
     config["docs_dir"] = DOCS
     config["site_dir"] = "site"
     config["theme"]["custom_dir"] = OVERRIDES
-    header = (
-        "# Written by `tlsite markdown`: build with `mkdocs build -f mkdocs.yml` "
-        "(needs mkdocs-material).\n"
-    )
     text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
-    (root / "mkdocs.yml").write_text(header + text, encoding="utf-8")
+    (root / "mkdocs.yml").write_text(MARKDOWN_HEADER + text, encoding="utf-8")
     return written
 
 
@@ -112,18 +113,24 @@ def export_markdown(
     export_mode: bool | None = None,
     redactor: Redactor | None = None,
 ) -> list[str]:
-    """Read the trace at ``path`` (redacted as it is read with ``redactor``) and write it out."""
+    """Read the trace at ``path`` (redacted as it is read with ``redactor``) and write it out.
+
+    Raises :class:`InputError` when no record of it could be read (it is not a trace)."""
+    check_replaceable(out, inputs=[path])
     with resolve_input(path, latest=latest) as resolved:
         log = select_log(resolved, rank, path)
         if redactor is not None:
             log = redacted_source(log, redactor)
         trace = load_source(log, export_mode=export_mode)
         try:
+            why = trace.stats.not_a_trace()
+            if why is not None:
+                raise InputError(f"{path}: {why}")
             if redactor is None:
                 trace.notes.extend(resolved.notes)
             else:
                 trace.notes.extend(redactor.text(note) for note in resolved.notes)
                 trace.notes.append(redaction_note(redactor))
-            return write_markdown_tree(trace, out, raw_log=log.chunks)
+            return write_markdown_tree(trace, out, raw_log=log.chunks, inputs=[path])
         finally:
             trace.close()

@@ -59,10 +59,11 @@ def build_rank_report(
     if redactor is not None:
         trace.notes.append(redaction_note(redactor))
     # the ranks already run in parallel: each highlights in its own process, no helpers
-    build_report(
+    plugin = build_report(
         trace, site, raw_log=raw_log, highlight_workers=0, site_name=f"Rank {summary.rank}"
     )
-    return {"summary": trace.stats.summary(), "clean": trace.stats.is_clean}
+    summary_line = f"{trace.stats.summary()}; found {plugin.found}"
+    return {"summary": summary_line, "clean": trace.stats.is_clean}
 
 
 def build_multirank(

@@ -183,6 +183,11 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             )
         return self._prepared
 
+    @property
+    def found(self) -> str:
+        """What the report found, in one line for the terminal (see ``PreparedReport.found``)."""
+        return self._prepare().found
+
     def _defer_bodies(self) -> bool:
         """Convert each page only when it is written (see :class:`DeferredPage`): in a site
         of its own; an embedding site's plugins may read any page's Markdown at any time."""

@@ -52,6 +52,7 @@ class PreparedReport:
     files_dir: str | None = None
     #: the words of the pages' code that search finds (written as search/code_index.js)
     code_index: CodeIndex = field(default_factory=CodeIndex)
+    found: str = ""  # what the report found, for the terminal (see SiteTree.found)
     store: PayloadStore | None = field(default=None, repr=False, compare=False)
 
     def close(self) -> None:
@@ -106,7 +107,8 @@ def prepare_report(trace: Trace, *, prefix: str = "", defer_bodies: bool = True)
                     seen.add(key)
                     report.code_blocks.append(block)
 
-    report.nav = render_tree(trace, prefix=prefix, sink=park).nav
+    tree = render_tree(trace, prefix=prefix, sink=park)
+    report.nav, report.found = tree.nav, tree.found
     store.flush()  # highlight workers read the code from the pack file
     return report
 

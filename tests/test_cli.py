@@ -70,7 +70,7 @@ def test_existing_output_without_overwrite_is_refused(tmp_path: Path, cwd: Path)
     done = run_tlsite("build", "--example", "-o", str(out), "--no-browser", cwd=cwd)
     assert done.returncode == 2
     assert str(out) in done.stderr
-    assert "--overwrite" in done.stderr
+    assert "not a folder tlsite wrote" in done.stderr  # so --overwrite would not replace it
     assert "Traceback" not in done.stderr
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
     assert (out / "notes.txt").read_text(encoding="utf-8") == "my notes\n"
@@ -79,12 +79,15 @@ def test_existing_output_without_overwrite_is_refused(tmp_path: Path, cwd: Path)
 
 
 def test_overwrite_replaces_the_output(tmp_path: Path, cwd: Path) -> None:
+    """A report tlsite wrote is replaced whole (a folder that is not tlsite's is refused:
+    see test_answers_input.py)."""
     out = tmp_path / "report"
-    out.mkdir()
-    (out / "notes.txt").write_text("old\n", encoding="utf-8")
+    done = run_tlsite("build", "--example", "-o", str(out), "--no-browser", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    (out / "stale.html").write_text("old\n", encoding="utf-8")
     done = run_tlsite("build", "--example", "-o", str(out), "--overwrite", "--no-browser", cwd=cwd)
     assert done.returncode == 0, done.stderr
-    assert not (out / "notes.txt").exists()
+    assert not (out / "stale.html").exists()
     assert (out / "index.html").is_file()
     # nothing left over from the staging folder or the old report
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "report", "report.zip"]

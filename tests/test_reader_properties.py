@@ -104,7 +104,7 @@ def reference_outcomes(data: bytes) -> tuple[Counter[str], list[tuple[int, str, 
             outcomes["payload"] += payload
             continue
         rank = envelope.get("rank")
-        other = rank_known and rank != expected_rank
+        other = rank_known and rank is not None and rank != expected_rank
         if not rank_known and type(rank) is int:
             expected_rank, rank_known = rank, True
         records.append((number, kind, payload))

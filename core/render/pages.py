@@ -154,6 +154,7 @@ class SiteTree:
 
     pages: list[Page] = field(default_factory=list)
     nav: list[Any] = field(default_factory=list)
+    found: str = ""  # what the report found, one line for the terminal (see ReportRenderer)
     sink: Callable[[Page], None] | None = field(default=None, repr=False, compare=False)
 
     def add(self, page: Page) -> None:
@@ -237,8 +238,22 @@ class ReportRenderer:
         return ""
 
     # -- the tree --------------------------------------------------------------------------
+    def found(self) -> str:
+        """What the report found, with the overview's counts: the end-of-build line says it."""
+        breaks = len(self.graph_breaks)
+        hits = sum(b.count for b in self.graph_breaks)
+        errors = sum(1 for f in self.failures if not f.is_restart)
+        if not (breaks or errors or self.recompiles):
+            return "no graph breaks, compilation failures or recompiles"
+        parts = [_count(breaks, "graph break")]
+        if hits != breaks:
+            parts[0] += f" (hit {hits:,} times)"
+        parts.append(_count(errors, "compilation failure"))
+        parts.append(_count(len(self.recompiles), "recompile"))
+        return ", ".join(parts)
+
     def render_tree(self, sink: Callable[[Page], None] | None = None) -> SiteTree:
-        tree = SiteTree(sink=sink)
+        tree = SiteTree(sink=sink, found=self.found())
         p = self.prefix
         add = tree.add
         add(self.overview())
@@ -788,6 +803,10 @@ def escaped_nav(nav: Any) -> Any:
     if isinstance(nav, dict):
         return {html.escape(str(title)): escaped_nav(value) for title, value in nav.items()}
     return nav
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def render_tree(

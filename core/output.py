@@ -1,0 +1,125 @@
+"""Which existing output tlsite may replace: nothing of the user's is ever deleted.
+
+``--overwrite`` replaces a folder only when it is empty or tlsite wrote it, and never when it
+is, or holds, the input trace. tlsite's own folders are known by a mark tlsite always writes:
+a report site by its ``manifest.json`` naming tlsite as generator (written whatever the
+bundle format, ``none`` too), a Markdown project by the header line of its ``mkdocs.yml``.
+The archive written beside a site (``<site>.zip`` or ``<site>.7z``) is replaced only when it
+is the bundle of a tlsite site of that name.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from .bundle import MANIFEST_NAME
+
+#: The first line of the ``mkdocs.yml`` that ``tlsite markdown`` writes.
+MARKDOWN_HEADER = (
+    "# Written by `tlsite markdown`: build with `mkdocs build -f mkdocs.yml` "
+    "(needs mkdocs-material).\n"
+)
+#: How a manifest tlsite wrote starts (``generator`` is its first key).
+_MANIFEST_START = re.compile(rb'\A\{\s*"generator": "tlsite ')
+_HEAD_BYTES = 512
+
+
+class OutputRefused(Exception):
+    """An existing path tlsite will not replace (a usage error: the user chooses another)."""
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read(_HEAD_BYTES)
+    except OSError:
+        return b""
+
+
+def written_by_tlsite(folder: Path) -> bool:
+    """Whether ``folder`` is a report site or a Markdown project that tlsite wrote."""
+    if _MANIFEST_START.match(_head(folder / MANIFEST_NAME)):
+        return True
+    return _head(folder / "mkdocs.yml").startswith(MARKDOWN_HEADER.encode())
+
+
+def is_tlsite_bundle(archive: Path, site_name: str) -> bool:
+    """Whether ``archive`` is the bundle of a tlsite site named ``site_name`` (zip or 7z)."""
+    member = f"{site_name}/{MANIFEST_NAME}"
+    if not archive.is_file():
+        return False
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as bundle:
+                return member in bundle.NameToInfo
+    except (OSError, zipfile.BadZipFile):
+        return False
+    import py7zr  # slow to import: only when an archive that is not a zip is there to check
+
+    try:
+        if py7zr.is_7zfile(archive):
+            with py7zr.SevenZipFile(archive) as bundle:
+                return member in bundle.getnames()
+    except (OSError, ValueError, py7zr.Bad7zFile):
+        return False
+    return False
+
+
+def _holds(folder: Path, path: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def bundle_path(out: Path, fmt: str) -> Path | None:
+    """The archive a build writes beside the site ``out`` (None for ``--bundle none``)."""
+    return None if fmt == "none" or not out.name else out.with_name(f"{out.name}.{fmt}")
+
+
+def refusal(out: Path, *, inputs: Iterable[str | Path] = (), bundle: str = "none") -> str | None:
+    """Why tlsite must not replace ``out`` and its ``bundle`` archive, or None when it may.
+
+    ``inputs`` are the paths the user gave to read (``-``, standard input, is ignored);
+    ``bundle`` is the bundle format (``zip``, ``7z`` or ``none``).
+    """
+    out = out.resolve()
+    archive = bundle_path(out, bundle)
+    for given in inputs:
+        if str(given) == "-":
+            continue
+        source = Path(given).resolve()
+        if _holds(out, source):
+            what = "is" if source == out else "holds"
+            return f"{out} {what} the input trace {given}: refusing to replace it; use -o DIR"
+        if archive is not None and source == archive:
+            return f"{archive} is the input trace: refusing to write the bundle over it; use -o DIR"
+    if not out.name:
+        return f"{out} is the root of the file system: use -o DIR"
+    if _exists(out):
+        if not out.is_dir():
+            return f"{out} is not a folder: refusing to replace it; use -o DIR"
+        if any(out.iterdir()) and not written_by_tlsite(out):
+            return (
+                f"{out} is not a folder tlsite wrote (no tlsite {MANIFEST_NAME}) and is not "
+                "empty: refusing to replace it; remove it yourself or use -o DIR"
+            )
+    if archive is not None and _exists(archive) and not is_tlsite_bundle(archive, out.name):
+        return (
+            f"{archive} is not a bundle tlsite wrote for {out.name}: refusing to replace "
+            "it; use -o DIR or --bundle none"
+        )
+    return None
+
+
+def check_replaceable(
+    out: Path, *, inputs: Iterable[str | Path] = (), bundle: str = "none"
+) -> None:
+    """Raise :class:`OutputRefused` when :func:`refusal` gives a reason."""
+    reason = refusal(out, inputs=inputs, bundle=bundle)
+    if reason is not None:
+        raise OutputRefused(reason)
