@@ -35,7 +35,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 def glance(html: str, row: str) -> str:
     """The text of an "At a glance" row of an overview page."""
-    match = re.search(rf"<td>{row}</td>\s*<td>(.*?)</td>", html, re.S)
+    match = re.search(rf'<th scope="row">{row}</th>\s*<td>(.*?)</td>', html, re.S)
     assert match is not None, row
     return re.sub(r"<[^>]+>", "", match[1])
 
