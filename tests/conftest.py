@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -37,6 +39,20 @@ def _temporary_files_under_pytest(tmp_path_factory: pytest.TempPathFactory) -> I
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = saved[1]
+
+
+@pytest.fixture(scope="session")
+def site_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """``site_of(trace) -> Path``: the trace's site (no bundle), built once per session."""
+    from tlsite.cli import build
+
+    @functools.cache
+    def site(trace: Path) -> Path:
+        out = tmp_path_factory.mktemp(trace.stem[:40]) / "site"
+        build(str(trace), out, make_zip=False)
+        return out
+
+    return site
 
 
 @pytest.fixture(scope="session")

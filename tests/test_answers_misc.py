@@ -3,7 +3,6 @@ draft-export overview, the 404 page and two-column tables, checked on real trace
 
 from __future__ import annotations
 
-import functools
 import html
 import itertools
 import re
@@ -13,23 +12,8 @@ from typing import Any
 import pytest
 from corpus import FIXTURE_TRACES, TLPARSE_INPUTS, TORCH_213
 
-from tlsite.cli import build
-
 DYNAMIC = FIXTURE_TRACES / "dynamic_shapes" / "dynamic_shapes.log"
 EXPORT_DRAFT = FIXTURE_TRACES / "export_draft" / "export_draft.log"
-
-
-@pytest.fixture(scope="module")
-def site_of(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``site_of(trace) -> Path``: the trace's site, built once per module."""
-
-    @functools.cache
-    def site(trace: Path) -> Path:
-        out = tmp_path_factory.mktemp(trace.stem[:40]) / "site"
-        build(str(trace), out, make_zip=False)
-        return out
-
-    return site
 
 
 def text_of(fragment: str) -> str:

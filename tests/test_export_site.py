@@ -8,7 +8,6 @@ Sites are built once per trace per session. What each page must show comes from
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import re
@@ -33,19 +32,6 @@ DRAFT_FAILURES = [
     ("Mismatched Fake Kernel", "torch.ops.tlsite.pad_rows.default"),
 ]
 HOSTILE = "<img src=x onerror=alert(1)>[click](javascript:alert(2)){ onclick=alert(3) }"
-
-
-@pytest.fixture(scope="session")
-def site_of(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``site_of(trace) -> Path``: the trace's site, built once per session."""
-
-    @functools.cache
-    def site(trace: Path) -> Path:
-        out = tmp_path_factory.mktemp(trace.stem[:40]) / "site"
-        build(str(trace), out, make_zip=False)
-        return out
-
-    return site
 
 
 def export_traces() -> list[Path]:

@@ -8,7 +8,6 @@ itself, and the browser tests check them against the text: a highlighted line na
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 import re
@@ -39,17 +38,6 @@ HOSTILE = '<img src=x onerror="alert(1)"></pre><script>alert(2)</script>'
 
 
 # -- building ------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def site_of(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """``site_of(trace) -> Path``: the trace's site, built once per session."""
-
-    @functools.cache
-    def site(trace: Path) -> Path:
-        out = tmp_path_factory.mktemp(trace.stem[:40]) / "site"
-        build(str(trace), out, make_zip=False)
-        return out
-
-    return site
 
 
 def torch_213_log() -> Path:
