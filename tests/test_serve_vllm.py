@@ -7,6 +7,7 @@ tlparse 0.4.8's own test inputs, read in place from the shared corpus.
 
 from __future__ import annotations
 
+import html
 import http.client
 import os
 import re
@@ -172,3 +173,90 @@ def test_serve_warns_when_not_loopback(vllm_site: Path) -> None:
             time.sleep(0.1)
     finally:
         running.kill()
+
+
+# -- vLLM and subgraph_name traces ---------------------------------------------------------
+
+
+def main_text(path: Path) -> str:
+    """The article only (no navigation), as text."""
+    markup = path.read_text(encoding="utf-8")
+    start = markup.index('<article class="md-content__inner')
+    body = markup[start : markup.index("</article>", start)]
+    text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
+    return re.sub(r"\( ", "(", re.sub(r" ([,.;:)])", r"\1", text))
+
+
+@pytest.fixture(scope="module")
+def passes_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_site(VLLM_PASSES, tmp_path_factory.mktemp("passes") / "site")
+
+
+@pytest.fixture(scope="module")
+def subgraph_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_site(SUBGRAPH_NAME, tmp_path_factory.mktemp("subgraph") / "site")
+
+
+def test_vllm_page_lists_config_and_subgraphs_by_range_and_size(vllm_site: Path) -> None:
+    text = main_text(vllm_site / "vllm.html")
+    assert "meta-llama/Llama-3.1-8B" in text
+    assert "cudagraph_mode FULL_AND_PIECEWISE" in text
+    assert "compile_sizes 8, 4" in text
+    assert "4 piecewise compiles logged, of 2 subgraphs, in 2 compile ranges or sizes" in text
+    assert "vLLM reported 33 subgraphs to compile for each" in text
+    ranged, sized = text.split("Compile range [1, 16384]")[1].split("Compile size 8")
+    assert "submod_0 0 no vllm_submod_0, inductor_post_grad_graph" in ranged
+    assert "submod_2 1 no vllm_submod_2, inductor_post_grad_graph" in ranged
+    assert "submod_0 0 yes none" in sized and "submod_2 1 yes none" in sized
+    assert "vllm_piecewise_split_graph (2)" in text
+    markup = (vllm_site / "vllm.html").read_text(encoding="utf-8")
+    for href in re.findall(r'href="([^"#]+)(?:#artifact-\d+)?"', markup):
+        if href.endswith((".html", ".json", ".txt")) and not href.startswith(("http", "..")):
+            assert (vllm_site / href).is_file(), href
+
+
+def test_vllm_page_is_linked_and_the_ordinary_report_stays(vllm_site: Path) -> None:
+    overview = main_text(vllm_site / "index.html")
+    assert "vLLM 1 compile call, 4 piecewise compiles" in overview
+    assert 'href="vllm.html"' in (vllm_site / "index.html").read_text(encoding="utf-8")
+    assert "[0/0]" in main_text(vllm_site / "compile_ids.html")
+    assert (vllm_site / "-_0_0_0" / "index.html").is_file()
+
+
+def test_vllm_pass_diff_against_the_graph_before(passes_site: Path) -> None:
+    text = main_text(passes_site / "vllm.html")
+    fusion = text.split("Diff of FusionPass")[1].split("1. ReshapePass")[0]
+    assert "--- before_post_grad_graph +++ vllm_post_grad.0.FusionPass" in fusion
+    assert "- a = torch.sin(x)" in fusion
+    assert "+ fused_sincos = torch.ops.fused_sincos(x)" in fusion
+    reshape = text.split("Diff of ReshapePass")[1]
+    assert "--- vllm_post_grad.0.FusionPass +++ vllm_post_grad.1.ReshapePass" in reshape
+    assert "+ y = fused_sincos.reshape(-1)" in reshape
+    assert "torch.sin" not in reshape  # against the previous pass, not the first graph
+    assert (
+        "0. FusionPass: vllm_post_grad.0.FusionPass (raw) against before_post_grad_graph: "
+        "2 lines added, 3 removed." in text
+    )
+
+
+@pytest.mark.parametrize("trace", [VLLM_SAMPLE, VLLM_PASSES, SUBGRAPH_NAME], ids=lambda p: p.stem)
+def test_parse_health_lists_no_vllm_type_without_a_view(
+    trace: Path, vllm_site: Path, passes_site: Path, subgraph_site: Path
+) -> None:
+    site = {VLLM_SAMPLE: vllm_site, VLLM_PASSES: passes_site, SUBGRAPH_NAME: subgraph_site}[trace]
+    text = main_text(site / "health.html")
+    assert "Event types without a special view" not in text
+    assert "no special view" not in text
+
+
+def test_subgraph_names_shown_on_compile_ids_and_compile_page(subgraph_site: Path) -> None:
+    ids = main_text(subgraph_site / "compile_ids.html")
+    assert ids.index("dynamo_output_graph") < ids.index("Subgraph Name: repeated_subgraph0")
+    first = ids.split("Subgraph Name: repeated_subgraph0")[1]
+    group, second = first.split("Subgraph Name: partitioned_bw_subgraph_1_0")
+    assert "fx_graph_runnable" in group and "fx_graph_runnable" in second
+    unit = main_text(subgraph_site / "-_0_0_0" / "index.html")
+    assert "Subgraphs (regional Inductor) repeated_subgraph0, partitioned_bw_subgraph_1_0" in unit
+    assert "fx_graph_runnable (subgraph repeated_subgraph0) (1)" in unit
+    assert "fx_graph_runnable (subgraph partitioned_bw_subgraph_1_0) (2)" in unit
+    assert not (subgraph_site / "vllm.html").exists()
