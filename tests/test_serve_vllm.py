@@ -7,8 +7,10 @@ tlparse 0.4.8's own test inputs, read in place from the shared corpus.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import http.client
+import json
 import os
 import re
 import signal
@@ -260,3 +262,61 @@ def test_subgraph_names_shown_on_compile_ids_and_compile_page(subgraph_site: Pat
     assert "fx_graph_runnable (subgraph repeated_subgraph0) (1)" in unit
     assert "fx_graph_runnable (subgraph partitioned_bw_subgraph_1_0) (2)" in unit
     assert not (subgraph_site / "vllm.html").exists()
+
+
+def _record(line: int, envelope: dict, payload: str) -> str:
+    """A glog header line with ``envelope`` and its payload, the MD5 as torch computes it."""
+    envelope = {**envelope, "has_payload": hashlib.md5(payload.encode()).hexdigest()}
+    body = "".join(f"\t{text}\n" for text in payload.split("\n"))
+    return (
+        f"V0127 17:17:45.{line:06d} 1175001 vllm/backends.py:{line}] {json.dumps(envelope)}\n{body}"
+    )
+
+
+def test_vllm_compile_event_and_a_second_compile_call(tmp_path: Path) -> None:
+    """vLLM logs ``vllm_compile_event`` before each model's config (no corpus trace has one:
+    this log is written here, in vLLM's record shapes); a second config starts a second call,
+    and the pass baseline does not carry over to it."""
+    from tlsite.core import load
+    from tlsite.core.analysis.vllm import compile_calls
+
+    ids = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+    lines = []
+    for call, (event, model) in enumerate([("fresh_compile", "a/b"), ("aot_cache_hit", "c/d")]):
+        art = {"encoding": "json"}
+        lines.append(
+            _record(
+                10 * call + 1,
+                {"artifact": {"name": "vllm_compile_event", **art}, **ids},
+                json.dumps({"type": event}),
+            )
+        )
+        lines.append(
+            _record(
+                10 * call + 2,
+                {"artifact": {"name": "vllm_compilation_config", **art}, **ids},
+                json.dumps({"model": model, "mode": "3"}),
+            )
+        )
+        lines.append(
+            _record(
+                10 * call + 3,
+                {"graph_dump": {"name": f"vllm_post_grad.0.Pass{call}"}, **ids},
+                f"def forward(self, x):\n    return x * {call}",
+            )
+        )
+    log = tmp_path / "vllm_events.log"
+    log.write_text("".join(lines))
+    trace = load(log)
+    try:
+        calls = compile_calls(trace)
+        assert [(c.event_type, (c.config or {}).get("model")) for c in calls] == [
+            ("fresh_compile", "a/b"),
+            ("aot_cache_hit", "c/d"),
+        ]
+        second = calls[1].passes[0]
+        assert second.before is None  # not the first call's pass graph
+        assert "+    return x * 1" in second.diff
+        assert trace.stats.unknown_events == {}
+    finally:
+        trace.close()
