@@ -177,6 +177,41 @@ def test_serve_warns_when_not_loopback(vllm_site: Path) -> None:
         running.kill()
 
 
+SERVE = ("--no-browser", "--bundle", "none", "--serve", "--port", "0")
+
+
+def test_build_then_serve(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tlsite", "build", str(SUBGRAPH_NAME), "-o", str(out), *SERVE],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        port = None
+        for line in proc.stdout:
+            match = re.search(r"Serving the report at http://127\.0\.0\.1:(\d+)/", line)
+            if match:
+                port = int(match.group(1))
+                break
+        assert port is not None
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/compile_ids.html")
+        answer = conn.getresponse()
+        assert answer.status == 200 and b"repeated_subgraph0" in answer.read()
+        conn.close()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT_S)
+        assert proc.returncode in (0, 130) and "Traceback" not in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 # -- vLLM and subgraph_name traces ---------------------------------------------------------
 
 
