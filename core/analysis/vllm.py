@@ -108,12 +108,13 @@ def is_vllm_artifact(name: str) -> bool:
 
 def compile_calls(trace: Trace) -> list[CompileCall]:
     """The vLLM compile calls of ``trace`` (empty when it is not a vLLM run)."""
+    units = trace.units.values()
+    if not any(is_vllm_artifact(a.name) for u in units for a in u.artifacts):
+        return []
     placed = sorted(
-        (Placed(a, u) for u in trace.units.values() for a in u.artifacts if a.path),
+        (Placed(a, u) for u in units for a in u.artifacts if a.path),
         key=lambda p: (p.artifact.line, p.artifact.number),
     )
-    if not any(is_vllm_artifact(p.artifact.name) for p in placed):
-        return []
     calls: list[CompileCall] = []
     pending_event: str | None = None
     baseline: Placed | None = None
