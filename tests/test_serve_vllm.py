@@ -355,3 +355,28 @@ def test_vllm_compile_event_and_a_second_compile_call(tmp_path: Path) -> None:
         assert trace.stats.unknown_events == {}
     finally:
         trace.close()
+
+
+def test_vllm_page_escapes_trace_text(tmp_path: Path) -> None:
+    hostile = '<img src=x onerror="alert(1)"> {: onclick=alert(2) } [x](javascript:alert(3))'
+    ids = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+    art = {"encoding": "json"}
+    log = tmp_path / "hostile.log"
+    log.write_text(
+        _record(
+            1,
+            {"artifact": {"name": "vllm_compilation_config", **art}, **ids},
+            json.dumps({"model": hostile, hostile: hostile}),
+        )
+        + _record(
+            2,
+            {"artifact": {"name": "vllm_piecewise_compile_start", **art}},
+            json.dumps({"piecewise_index": 0, "submod_name": hostile, "is_single_size": True}),
+        )
+    )
+    site = build_site(log, tmp_path / "site")
+    markup = (site / "vllm.html").read_text(encoding="utf-8")
+    assert "<img" not in markup
+    assert not re.search(r"<[a-z][^>]*\son(click|error)=", markup)
+    assert 'href="javascript' not in markup
+    assert main_text(site / "vllm.html").count('<img src=x onerror="alert(1)">') >= 3
