@@ -68,6 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.add_argument("path", nargs="?", help="the trace (file, archive, directory or -)")
     build.add_argument("--example", action="store_true", help="build the bundled example trace")
+    build.add_argument(
+        "--serve", action="store_true", help="then serve the report over HTTP (see tlsite serve)"
+    )
+    _add_serve_options(build)
     _add_site_options(build)
     _add_trace_options(build)
 
@@ -103,6 +107,15 @@ def _parser() -> argparse.ArgumentParser:
     markdown.add_argument("--quiet", action="store_true", help="print only errors")
     _add_trace_options(markdown)
 
+    serve = commands.add_parser(
+        "serve",
+        help="serve a built report over HTTP (for a remote machine: through an SSH tunnel)",
+        description="Serve the report site DIR (a folder tlsite built) on a free local port "
+        "until Ctrl-C, and print the URL and the ssh -L command that reaches it.",
+    )
+    serve.add_argument("path", help="the site folder tlsite built (holds its manifest.json)")
+    _add_serve_options(serve)
+
     run = commands.add_parser(
         "run",
         help="run a command with TORCH_TRACE set, then build the report of what it wrote",
@@ -116,6 +129,18 @@ def _parser() -> argparse.ArgumentParser:
     _add_site_options(run)
     _add_trace_options(run, latest=False)
     return parser
+
+
+def _add_serve_options(parser: argparse.ArgumentParser) -> None:
+    """Where ``tlsite serve`` and ``build --serve`` listen."""
+    parser.add_argument(
+        "--port", type=int, default=0, help="port to listen on (default: a free one)"
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only; reach it with ssh -L)",
+    )
 
 
 def _add_site_options(parser: argparse.ArgumentParser) -> None:
@@ -192,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run" and not command:
         parser.error("give the command to run after --: tlsite run [options] -- python train.py")
+    if args.command == "serve":
+        return _serve_command(Path(args.path), args.host, args.port)
     usage = _check_redact(args)
     if usage is not None:
         return _fail(usage, EXIT_USAGE)
@@ -213,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _looks_like_a_trace_path(word: str) -> bool:
     """A first argument that names a file rather than a command (``tlsite trace.log``)."""
-    if word.startswith("-") or word in ("build", "publish", "markdown", "run"):
+    if word.startswith("-") or word in ("build", "publish", "markdown", "run", "serve"):
         return False
     return os.path.exists(word) or "." in word or os.sep in word
 
@@ -299,11 +326,29 @@ def _build_command(args: argparse.Namespace) -> int:
         return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
     if not args.quiet:
         _print_summary(outcome)
+    if args.serve:
+        code = _serve_command(outcome.site, args.host, args.port)
+        return EXIT_STRICT if code == EXIT_OK and args.strict and not outcome.clean else code
     if not args.no_browser and _can_open_browser():
         webbrowser.open((outcome.site / "index.html").resolve().as_uri())
     if args.strict and not outcome.clean:
         return EXIT_STRICT
     return EXIT_OK
+
+
+def _serve_command(site: Path, host: str, port: int) -> int:
+    """Serve a site tlsite built until Ctrl-C (exit 0)."""
+    from tlsite.core.output import is_tlsite_site
+    from tlsite.serve import serve
+
+    if not site.is_dir() or not is_tlsite_site(site):
+        return _fail(f"{site} is not a report site tlsite built (no tlsite manifest.json)", 1)
+    if not 0 <= port <= 65535:
+        return _fail(f"--port {port}: expected 0 (a free port) to 65535", EXIT_USAGE)
+    try:
+        return serve(site, host, port)
+    except OSError as exc:
+        return _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", EXIT_FAILED)
 
 
 def _publish_command(args: argparse.Namespace) -> int:

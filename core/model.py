@@ -67,6 +67,11 @@ class Artifact:
         return cache_status(self.path or "")
 
     @property
+    def subgraph(self) -> str | None:
+        """The ``subgraph_name`` its record carried (regional Inductor), if any."""
+        return self.metadata.get("subgraph_name")
+
+    @property
     def is_link(self) -> bool:
         return self.kind == "link"
 

@@ -39,9 +39,14 @@ def _head(path: Path) -> bytes:
         return b""
 
 
+def is_tlsite_site(folder: Path) -> bool:
+    """Whether ``folder`` is a report site tlsite built (its manifest names tlsite)."""
+    return bool(_MANIFEST_START.match(_head(folder / MANIFEST_NAME)))
+
+
 def written_by_tlsite(folder: Path) -> bool:
     """Whether ``folder`` is a report site or a Markdown project that tlsite wrote."""
-    if _MANIFEST_START.match(_head(folder / MANIFEST_NAME)):
+    if is_tlsite_site(folder):
         return True
     return _head(folder / "mkdocs.yml").startswith(MARKDOWN_HEADER.encode())
 

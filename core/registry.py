@@ -116,6 +116,9 @@ class RecordContext:
         """Add a numbered output ``<compile folder>/<stem>_<N><ext>`` (tlparse's naming)."""
         number = self.builder.next_number()
         folder = self.builder.folder_for(self.record)
+        subgraph = self.record.envelope.get("subgraph_name")
+        if isinstance(subgraph, str) and subgraph:  # regional Inductor: which region compiled
+            metadata = {**(metadata or {}), "subgraph_name": subgraph}
         artifact = Artifact(
             number=number,
             kind=self.record.event_type,

@@ -37,6 +37,7 @@ from .escape import h
 from .highlight import CodeBlock
 from .pages import CODE_PLACEHOLDER, INLINE_HEAD_LINES, INLINE_LIMIT, Page, ReportRenderer, SiteTree
 from .templating import render, render_markdown
+from .vllm_page import vllm_lead, vllm_pages  # noqa: F401 (vllm_lead: for the overview)
 
 #: Index of every provenance and kernel-stack-trace page.
 PROVENANCE_INDEX = "provenance.md"
@@ -495,6 +496,10 @@ def extend_tree(renderer: ReportRenderer, tree: SiteTree) -> None:
     export, export_nav = export_pages(renderer)
     tree.extend(export)
     tree.nav[:0] = export_nav
+    vllm, vllm_nav = vllm_pages(renderer)
+    tree.extend(vllm)
+    at = next((i for i, entry in enumerate(tree.nav) if "Overview" in entry), -1)
+    tree.nav[at + 1 : at + 1] = vllm_nav  # right after the overview
     index = provenance_index(renderer)
     if index is None:
         return

@@ -335,6 +335,7 @@ class ReportRenderer:
                         "nodes": nodes,
                         "lines": lines,
                         "size": _size_text(a.payload.size) if a.payload else "",
+                        "subgraph": a.subgraph,
                     }
                 )
             rows.append(
@@ -347,6 +348,7 @@ class ReportRenderer:
                     "function": self.function_of(unit) if framed else "",
                     "seconds": time.total if time else None,
                     "artifacts": artifacts,
+                    "groups": _by_subgraph(artifacts),
                 }
             )
         blocks: dict[str, CodeBlock | HtmlBlock] = {}
@@ -402,6 +404,7 @@ class ReportRenderer:
             "landing_href": LANDING_HREF,
             "job_article": _article(trace.job_ranks or 0),
             "export_lead": _extra_pages().export_lead(self),
+            "vllm_lead": _extra_pages().vllm_lead(self),
             "autograd": self.autograd_units(),
         }
         return Page("index.md", render_markdown("overview.md", **context), "Overview")
@@ -563,6 +566,9 @@ class ReportRenderer:
             value = unit.metric(key)
             if value is not None:
                 rows.append((label, value))
+        subgraphs = list(dict.fromkeys(a.subgraph for a in unit.artifacts if a.subgraph))
+        if subgraphs:
+            rows.append(("Subgraphs (regional Inductor)", ", ".join(subgraphs)))
         marks = [f"{a.name}: {a.cache}" for a in unit.artifacts if a.cache]
         if marks:
             rows.append(("Caches", ", ".join(marks)))
@@ -577,6 +583,8 @@ class ReportRenderer:
         if artifact.kind == "inductor_output_code":
             filename = artifact.metadata.get("filename")
             title = f"{title} {filename.rsplit('/', 1)[-1]}" if filename else title
+        if artifact.subgraph:
+            title = f"{title} (subgraph {artifact.subgraph})"
         view: dict[str, Any] = {
             "number": artifact.number,
             "name": artifact.name,
@@ -702,6 +710,15 @@ def function_label(frame: views.FrameCompiles) -> str:
     if match is None:
         return frame.function
     return f"{match['name']} (resume at line\u00a0{match['line']})"  # no-break: "line 22" stays
+
+
+def _by_subgraph(artifacts: list[dict[str, Any]]) -> list[tuple[str | None, list[dict]]]:
+    """Artifacts grouped by subgraph name (regional Inductor), first-seen order; those of no
+    subgraph come first, under None."""
+    groups: dict[str | None, list[dict]] = {None: []}
+    for artifact in artifacts:
+        groups.setdefault(artifact["subgraph"], []).append(artifact)
+    return [(name, items) for name, items in groups.items() if items]
 
 
 def _is_graph(artifact: Artifact) -> bool:
