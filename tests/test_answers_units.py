@@ -246,3 +246,13 @@ def test_resume_frames_read_differently_in_the_sidebar(
     assert len(shown) == 6
     assert all(whole for _, whole in shown), shown
     assert len({text for text, _ in shown}) == 6
+
+
+def test_sizes_read_as_english(sites: SiteCache) -> None:
+    """A one-line artifact is "1 line", not "1 lines", on the list and on its compile page."""
+    site = sites.get(UNITS)
+    pages = [site.page("compile_ids.html")]
+    pages += [p.read_text(encoding="utf-8") for p in site.site.glob("*/index.html")]
+    text = " ".join(pages)
+    assert " 1 line" in text
+    assert not re.search(r"\b1 (?:lines|nodes)\b", text)
