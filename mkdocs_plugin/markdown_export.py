@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
+from mkdocs.theme import Theme
+from mkdocs.utils import get_relative_url
 
 from tlsite.core import load_source, resolve_input, select_log
 from tlsite.core.model import Trace
@@ -28,7 +30,8 @@ from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import render_tree
 
-from .site_config import ASSET_DIR, THEME_DIR, site_config
+from .csp import MARKER, static_policy
+from .site_config import ASSET_DIR, FEATURES, THEME_DIR, site_config
 
 DOCS = "docs"
 OVERRIDES = "overrides"
@@ -83,6 +86,7 @@ def _write(
     overrides.mkdir()
     for template in THEME_DIR.glob("*.html"):
         shutil.copy2(template, overrides / template.name)
+    _write_policy(overrides / "main.html", [page.path for page in tree.pages])
     CompatWriter(trace, docs, raw_log=raw_log).write_all()
     config = site_config(
         docs_dir=str(docs),
@@ -101,6 +105,22 @@ def _write(
     text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
     (root / "mkdocs.yml").write_text(header + text, encoding="utf-8")
     return written
+
+
+def _write_policy(main: Path, pages: list[str]) -> None:
+    """Put the Content-Security-Policy into the tree's own ``main.html`` where the plugin would.
+
+    ``mkdocs build`` of the tree runs no tlsite code, so the tag is written once for every
+    page: it trusts the theme's inline scripts as rendered at each page's depth (and at the
+    root, for ``404.html``).
+    """
+    base_urls = {get_relative_url(".", str(Path(path).with_suffix(".html"))) for path in pages}
+    base_urls.add(".")
+    dirs = tuple(Theme(name="material", custom_dir=str(THEME_DIR)).dirs)
+    tag = static_policy(base_urls, dirs, tuple(FEATURES))
+    text = main.read_text(encoding="utf-8")
+    assert MARKER in text, "the template override lost the policy's place"
+    main.write_text(text.replace(MARKER, tag, 1), encoding="utf-8")
 
 
 def export_markdown(

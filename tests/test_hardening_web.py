@@ -14,13 +14,19 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from corpus import trace_lines
+import pytest
+import yaml
+from corpus import PROJECT_ROOT, TLPARSE_INPUTS, trace_lines
 
-from tlsite.cli import build
+from tlsite.cli import build, example_trace
+from tlsite.mkdocs_plugin.csp import inline_scripts, sha256_source
 
 CID = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
 
@@ -72,3 +78,101 @@ def test_windows_device_names_from_the_trace_become_no_file(tmp_path: Path) -> N
     assert outcome.bundle is not None
     with zipfile.ZipFile(outcome.bundle) as bundle:
         assert [m for m in bundle.namelist() if not_windows_safe(m)] == []
+
+
+# -- 1. a Content-Security-Policy on every page -------------------------------------------------
+EMBED_PROJECT = PROJECT_ROOT / "tests" / "fixtures" / "embed_project"
+_CSP = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
+
+
+def run(*command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m <command>``, as a user would run ``mkdocs build`` or ``tlsite markdown``."""
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    done = subprocess.run(
+        [sys.executable, "-m", *command], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def script_sources(html: str) -> list[str] | None:
+    """The sources scripts may come from under the page's policy (None: the page has none).
+
+    ``default-src`` governs scripts when there is no ``script-src``.
+    """
+    match = _CSP.search(html)
+    if match is None:
+        return None
+    directives = {
+        name: values
+        for name, *values in (part.split() for part in match.group(1).split(";") if part.strip())
+    }
+    return directives.get("script-src", directives.get("default-src", []))
+
+
+def pages_without_policy(site: Path) -> list[str]:
+    """Every HTML file of ``site`` with no CSP, a CSP that allows inline script, or an inline
+    script it does not allow (the theme would break); the policy must come before any script.
+    """
+    bad = []
+    pages = sorted(site.rglob("*.html"))
+    assert pages, f"no pages in {site}"
+    for page in pages:
+        html = page.read_text(encoding="utf-8", errors="replace")
+        sources = script_sources(html)
+        name = page.relative_to(site).as_posix()
+        if sources is None:
+            bad.append(f"{name}: no policy")
+        elif {"'unsafe-inline'", "*", "data:", "'unsafe-eval'"} & set(sources):
+            bad.append(f"{name}: {sources}")
+        elif "<script" in html[: _CSP.search(html).start()]:
+            bad.append(f"{name}: a script before the policy")
+        elif any(sha256_source(body) not in sources for body in inline_scripts(html)):
+            bad.append(f"{name}: an inline script the policy refuses")
+    return bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "trace",
+    [
+        "comp_metrics.log",  # the tlparse-style pages (compilation_metrics_N.html, ...)
+        "multi_rank_logs",  # landing page, 404.html, and every rank's report
+        "export.log",
+        "inductor_provenance_jit_log.txt",
+    ],
+)
+def test_every_page_of_a_built_site_has_the_policy(trace: str, tmp_path: Path) -> None:
+    outcome = build(str(TLPARSE_INPUTS / trace), tmp_path / "site", make_zip=False)
+    assert (outcome.site / "404.html").is_file()
+    assert pages_without_policy(outcome.site) == []
+
+
+@pytest.mark.slow
+def test_a_report_embedded_in_a_users_site_has_the_policy(tmp_path: Path) -> None:
+    """The user's theme has no tlsite override: the plugin still gives the report's pages
+    (and the tlparse-style pages) the policy. The user's own pages are theirs."""
+    project = tmp_path / "project"
+    config = yaml.safe_load((EMBED_PROJECT / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["plugins"][1]["tlsite"]["trace"] = str(TLPARSE_INPUTS / "comp_metrics.log")
+    project.mkdir()
+    (project / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (project / "docs").symlink_to(EMBED_PROJECT / "docs")
+    run("mkdocs", "build", "-d", str(tmp_path / "site"), cwd=project)
+    report = tmp_path / "site" / "report"
+    assert (report / "index.html").is_file()
+    assert list(report.rglob("compilation_metrics_*.html"))
+    assert pages_without_policy(report) == []
+
+
+@pytest.mark.slow
+def test_the_markdown_tree_built_by_plain_mkdocs_has_the_policy(tmp_path: Path) -> None:
+    """No tlsite code runs in ``mkdocs build`` of the tree: its own override carries the
+    policy, for pages at every depth and for ``404.html``."""
+    out = tmp_path / "md"
+    run("tlsite", "markdown", str(example_trace()), "-o", str(out), cwd=tmp_path)
+    run("mkdocs", "build", "-f", str(out / "mkdocs.yml"), cwd=tmp_path)
+    site = out / "site"
+    assert (site / "404.html").is_file() and (site / "-_0_0_0" / "index.html").is_file()
+    assert pages_without_policy(site) == []
