@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
 import re
@@ -176,3 +177,85 @@ def test_the_markdown_tree_built_by_plain_mkdocs_has_the_policy(tmp_path: Path) 
     site = out / "site"
     assert (site / "404.html").is_file() and (site / "-_0_0_0" / "index.html").is_file()
     assert pages_without_policy(site) == []
+
+
+# -- 2. no Markdown extension syntax from the trace ---------------------------------------------
+SECRET = "TLSITE-SECRET-7f3c9a"  # what the local file holds; it must never reach the site
+SNIPPET_LINES = [
+    '--8<-- "secret.txt"',  # pastes the file
+    "--8<--",  # the block form: the lines up to the next marker are files to paste
+    "secret.txt",
+    "--8<--",
+    "keep = 1  # --8<-- [start:cut]",  # a section marker: snippets drops the line
+    "{++ inserted ++} {>> a critic comment <<}",  # CriticMarkup
+]
+PAYLOAD = "\n".join(["before", *SNIPPET_LINES, "after"])
+EXTENSIONS = [
+    {"pymdownx.snippets": {"base_path": ["SECRETS"], "check_paths": False}},
+    "pymdownx.critic",
+    "footnotes",
+    "abbr",
+    "def_list",
+    "pymdownx.blocks.admonition",
+]
+
+
+def snippet_trace() -> str:
+    """The snippet lines in every place a trace string reaches a tree page: artifact code, a
+    graph-break reason, a failure reason (a fence inside an admonition), a metrics value (an
+    HTML table) and an artifact's name (inline text)."""
+    gb = (
+        f"Graph break in user code at /x/m.py:7\nGraph Break Reason: {PAYLOAD}\n"
+        "User code traceback:\n  x"
+    )
+    metrics = {
+        "co_name": "f", "co_filename": "/x/m.py", "co_firstlineno": 1,
+        "fail_type": "RuntimeError", "fail_reason": PAYLOAD, "restart_reasons": [PAYLOAD],
+        "note": PAYLOAD, "dynamo_cumulative_compile_time_us": 10,
+    }  # fmt: skip
+    return "".join(
+        [
+            trace_lines({"dynamo_start": {"stack": []}, **CID}),
+            trace_lines({"artifact": {"name": "payload", "encoding": "string"}, **CID}, PAYLOAD),
+            trace_lines(
+                {"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"}, **CID},
+                gb,
+            ),
+            trace_lines(
+                {"artifact": {"name": " ".join(SNIPPET_LINES), "encoding": "string"}, **CID}, "x"
+            ),
+            trace_lines({"compilation_metrics": metrics, **CID}),
+        ]
+    )
+
+
+def shown_text(html: str) -> str:
+    """A page's text as a person reads it (tags dropped, entities decoded, no WORD JOINER)."""
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html)).replace("\u2060", "")
+
+
+@pytest.mark.slow
+def test_trace_text_is_no_markdown_extension_syntax_in_the_tree(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "secret.txt").write_text(SECRET + "\n", encoding="utf-8")
+    log = tmp_path / "trace.log"
+    log.write_text(snippet_trace(), encoding="utf-8")
+    out = tmp_path / "md"
+    run("tlsite", "markdown", str(log), "-o", str(out), cwd=tmp_path)
+    config_file = out / "mkdocs.yml"
+    config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    extensions = json.loads(json.dumps(EXTENSIONS).replace("SECRETS", str(secrets)))
+    config["markdown_extensions"] += extensions
+    config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
+    run("mkdocs", "build", "-f", str(config_file), cwd=tmp_path)
+    site = out / "site"
+    leaked = [p for p in site.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    assert leaked == []
+    pages = {p: p.read_text(encoding="utf-8") for p in site.rglob("*.html")}
+    assert [p for p, html in pages.items() if 'class="critic' in html] == []
+    unit = shown_text(pages[site / "-_0_0_0" / "index.html"])
+    for line in SNIPPET_LINES:  # every line is shown as it was logged
+        assert line in unit
+    for page in ("graph_breaks.html", "failures.html"):
+        assert SNIPPET_LINES[0] in shown_text(pages[site / page]), page
