@@ -21,6 +21,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
@@ -28,6 +29,9 @@ from corpus import PROJECT_ROOT, TLPARSE_INPUTS, trace_lines
 
 from tlsite.cli import build, example_trace
 from tlsite.mkdocs_plugin.csp import inline_scripts, sha256_source
+
+if TYPE_CHECKING:
+    from browser import SiteOpener
 
 CID = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
 
@@ -234,28 +238,80 @@ def shown_text(html: str) -> str:
     return html_lib.unescape(re.sub(r"<[^>]+>", "", html)).replace("\u2060", "")
 
 
-@pytest.mark.slow
-def test_trace_text_is_no_markdown_extension_syntax_in_the_tree(tmp_path: Path) -> None:
-    secrets = tmp_path / "secrets"
-    secrets.mkdir()
-    (secrets / "secret.txt").write_text(SECRET + "\n", encoding="utf-8")
-    log = tmp_path / "trace.log"
-    log.write_text(snippet_trace(), encoding="utf-8")
-    out = tmp_path / "md"
-    run("tlsite", "markdown", str(log), "-o", str(out), cwd=tmp_path)
-    config_file = out / "mkdocs.yml"
+def with_extensions(config_file: Path, secrets: Path) -> None:
+    """Add :data:`EXTENSIONS` to a MkDocs configuration, snippets reading from ``secrets``."""
     config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
     extensions = json.loads(json.dumps(EXTENSIONS).replace("SECRETS", str(secrets)))
-    config["markdown_extensions"] += extensions
+    config["markdown_extensions"] = [*(config.get("markdown_extensions") or []), *extensions]
     config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
-    run("mkdocs", "build", "-f", str(config_file), cwd=tmp_path)
-    site = out / "site"
+
+
+def crafted_inputs(root: Path) -> tuple[Path, Path]:
+    """The trace of :func:`snippet_trace` and a folder holding the file it names."""
+    secrets = root / "secrets"
+    secrets.mkdir()
+    (secrets / "secret.txt").write_text(SECRET + "\n", encoding="utf-8")
+    log = root / "trace.log"
+    log.write_text(snippet_trace(), encoding="utf-8")
+    return log, secrets
+
+
+@pytest.fixture(scope="module")
+def snippet_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``tlsite markdown`` of the trace, built by ``mkdocs build`` with the extensions."""
+    root = tmp_path_factory.mktemp("snippets")
+    log, secrets = crafted_inputs(root)
+    out = root / "md"
+    run("tlsite", "markdown", str(log), "-o", str(out), cwd=root)
+    with_extensions(out / "mkdocs.yml", secrets)
+    run("mkdocs", "build", "-f", str(out / "mkdocs.yml"), cwd=root)
+    return out / "site"
+
+
+def assert_no_syntax_reached(site: Path, unit_page: Path) -> None:
+    """No file pasted, no CriticMarkup, and every line shown as it was logged."""
     leaked = [p for p in site.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
     assert leaked == []
     pages = {p: p.read_text(encoding="utf-8") for p in site.rglob("*.html")}
     assert [p for p, html in pages.items() if 'class="critic' in html] == []
-    unit = shown_text(pages[site / "-_0_0_0" / "index.html"])
-    for line in SNIPPET_LINES:  # every line is shown as it was logged
+    unit = shown_text(pages[unit_page])
+    for line in SNIPPET_LINES:
         assert line in unit
     for page in ("graph_breaks.html", "failures.html"):
-        assert SNIPPET_LINES[0] in shown_text(pages[site / page]), page
+        assert SNIPPET_LINES[0] in shown_text(pages[unit_page.parent.parent / page]), page
+
+
+@pytest.mark.slow
+def test_trace_text_is_no_markdown_extension_syntax_in_the_tree(snippet_tree: Path) -> None:
+    assert_no_syntax_reached(snippet_tree, snippet_tree / "-_0_0_0" / "index.html")
+
+
+@pytest.mark.slow
+def test_trace_text_is_no_markdown_extension_syntax_in_an_embedding_site(tmp_path: Path) -> None:
+    """The plugin in a user's site with the extensions: its pages go through them too."""
+    log, secrets = crafted_inputs(tmp_path)
+    project = tmp_path / "project"
+    project.mkdir()
+    config = yaml.safe_load((EMBED_PROJECT / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["plugins"][1]["tlsite"]["trace"] = str(log)
+    (project / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    with_extensions(project / "mkdocs.yml", secrets)
+    (project / "docs").symlink_to(EMBED_PROJECT / "docs")
+    run("mkdocs", "build", "-d", str(tmp_path / "site"), cwd=project)
+    site = tmp_path / "site"
+    assert_no_syntax_reached(site, site / "report" / "-_0_0_0" / "index.html")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_code_copies_as_it_was_logged(snippet_tree: Path, open_site: SiteOpener) -> None:
+    """The invisible word joiners stay out of the clipboard (Material's copy button), and
+    the theme's scripts run under the tree's own policy (the button is made by script)."""
+    page, report = open_site(snippet_tree / "failures.html")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    button = page.locator("button.md-code__button[data-md-type='copy']").first
+    button.wait_for(state="visible", timeout=10_000)
+    button.click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == PAYLOAD
+    assert report.console_errors == [] and report.dialogs == []
