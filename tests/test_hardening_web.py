@@ -80,6 +80,7 @@ def test_windows_device_names_from_the_trace_become_no_file(tmp_path: Path) -> N
             for p in unit.parent.rglob("dump_file/*.html")
         )
         assert any(p.read_text(encoding="utf-8") == f"art {n}" for p in unit.glob("*.txt"))
+    assert pages_without_policy(outcome.site) == []  # the dump_file/*.html pages too
     assert outcome.bundle is not None
     with zipfile.ZipFile(outcome.bundle) as bundle:
         assert [m for m in bundle.namelist() if not_windows_safe(m)] == []
