@@ -79,10 +79,22 @@ def inline_scripts(html: str) -> list[str]:
     return found
 
 
-def policy(script_hashes: list[str]) -> str:
-    """The full policy: the base directives and ``script-src 'self'`` plus the given hashes."""
+#: Material's web fonts, for a site whose theme turns them on (tlsite's own configuration does
+#: not): an embedding site's report pages then look like its other pages.
+FONT_STYLES = "https://fonts.googleapis.com"
+FONT_FILES = "font-src 'self' https://fonts.gstatic.com"
+
+
+def policy(script_hashes: list[str], *, web_fonts: bool = False) -> str:
+    """The full policy: the base directives and ``script-src 'self'`` plus the given hashes
+    (with ``web_fonts``, Material's Google Fonts may load too; scripts are unaffected)."""
     script_src = " ".join(["script-src 'self'", *sorted(set(script_hashes))])
-    return "; ".join([BASE_POLICY[0], script_src, *BASE_POLICY[1:]])
+    directives = [BASE_POLICY[0], script_src, *BASE_POLICY[1:]]
+    if web_fonts:
+        directives = [
+            f"{d} {FONT_STYLES}" if d.startswith("style-src ") else d for d in directives
+        ] + [FONT_FILES]
+    return "; ".join(directives)
 
 
 @functools.lru_cache(maxsize=64)
@@ -145,9 +157,10 @@ def add_csp_to_template(html: str, *, template_name: str, config: Any) -> str:
     return _with_policy(html, base_url, config)
 
 
-def meta_tag(script_hashes: list[str]) -> str:
+def meta_tag(script_hashes: list[str], *, web_fonts: bool = False) -> str:
     """The ``<meta http-equiv>`` element carrying :func:`policy`."""
-    return f'<meta http-equiv="Content-Security-Policy" content="{policy(script_hashes)}">'
+    content = policy(script_hashes, web_fonts=web_fonts)
+    return f'<meta http-equiv="Content-Security-Policy" content="{content}">'
 
 
 def static_policy(base_urls: set[str], dirs: tuple[str, ...], features: tuple) -> str:
@@ -172,4 +185,5 @@ def _with_policy(html: str, base_url: str, config: Any, *, head: bool = False) -
         return html
     trusted = trusted_scripts(base_url, config)
     hashes = [sha256_source(body) for body in inline_scripts(html) if body in trusted]
-    return html[:at] + meta_tag(hashes) + html[end:]
+    web_fonts = bool(config["theme"].get("font"))
+    return html[:at] + meta_tag(hashes, web_fonts=web_fonts) + html[end:]

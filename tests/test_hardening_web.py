@@ -66,6 +66,7 @@ def device_name_trace() -> str:
     return "".join(records)
 
 
+@pytest.mark.slow
 def test_windows_device_names_from_the_trace_become_no_file(tmp_path: Path) -> None:
     log = tmp_path / "trace.log"
     log.write_text(device_name_trace(), encoding="utf-8")
