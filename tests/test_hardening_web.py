@@ -28,6 +28,7 @@ import yaml
 from corpus import PROJECT_ROOT, TLPARSE_INPUTS, trace_lines
 
 from tlsite.cli import build, example_trace
+from tlsite.core.render.escape import WORD_JOINER, fence
 from tlsite.mkdocs_plugin.csp import inline_scripts, sha256_source
 
 if TYPE_CHECKING:
@@ -317,3 +318,28 @@ def test_code_copies_as_it_was_logged(snippet_tree: Path, open_site: SiteOpener)
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied == PAYLOAD
     assert report.console_errors == [] and report.dialogs == []
+
+
+#: A line of each syntax a Markdown preprocessor or a page plugin acts on, even in fenced code.
+PREPROCESSOR_LINES = {
+    "snippet": re.compile(r"^[ \t]*;*-+8<-+([ \t]+[\"'].*[\"'])?$|-+8<-+[ \t]+\[[ \t]*(start|end)"),
+    "critic": re.compile(r"\{(\+\+|--|~~|==|>>)"),
+    "markdown-include": re.compile(r"\{!.*!\}"),
+    "template tag (mkdocs-macros, include-markdown)": re.compile(r"\{[{%#]"),
+}
+FENCED = [
+    '--8<-- "secret.txt"', "  ;--8<-- 'a.md'", "--8<--", "-8<- [start:x]", "x # ---8<--- [end:x]",
+    "{++ a ++}", "{--b--}", "{~~a~>b~~}", "{==c==}", "{>>d<<}", "{!../secret.txt!}",
+    "{{ config.extra }}", '{% include "secret.txt" %}', "{# x #}", "{{{x}}}", "d = {1: {2: 3}}",
+]  # fmt: skip
+
+
+def test_fenced_trace_text_has_no_preprocessor_syntax() -> None:
+    text = "\n".join(FENCED)
+    fenced = str(fence(text, "python"))
+    found = {
+        name: [line for line in fenced.split("\n") if pattern.search(line)]
+        for name, pattern in PREPROCESSOR_LINES.items()
+    }
+    assert found == {name: [] for name in PREPROCESSOR_LINES}
+    assert fenced.replace(WORD_JOINER, "") == f"```python\n{text}\n```"  # shown unchanged

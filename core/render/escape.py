@@ -20,11 +20,13 @@ from markupsafe import Markup
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>&])")
 _BACKTICK_RUN = re.compile(r"`+")
 _TILDE_RUN = re.compile(r"~+")
-# Syntax that Markdown preprocessors find on any line, inside fenced code too: a snippet
-# marker (pymdownx.snippets: ``--8<-- "file"`` pastes a local file; ``--8<-- [start:x]``
-# drops the line) and CriticMarkup openers (pymdownx.critic: ``{++``, ``{--``, ``{~~``,
-# ``{==``, ``{>>``). An invisible WORD JOINER splits each, so the line shows unchanged.
-_PREPROCESSOR_SYNTAX = re.compile(r"-8(?=<-)|\{(?=\+\+|--|~~|==|>>)")
+# Syntax that Markdown preprocessors and page plugins find on any line, inside fenced code
+# too: a snippet marker (pymdownx.snippets: ``--8<-- "file"`` pastes a local file, and
+# ``--8<-- [start:x]`` drops the line), CriticMarkup openers (pymdownx.critic: ``{++``,
+# ``{--``, ``{~~``, ``{==``, ``{>>``), markdown-include's ``{!file!}`` and the template tags
+# of mkdocs-macros or include-markdown (``{{``, ``{%``, ``{#``). An invisible WORD JOINER
+# splits each, so the line shows unchanged (tlsite.js leaves it out of copied text).
+_PREPROCESSOR_SYNTAX = re.compile(r"-8(?=<-)|\{(?=\+\+|--|~~|==|>>|[{%#!])")
 WORD_JOINER = "\u2060"
 
 
