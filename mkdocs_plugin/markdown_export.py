@@ -3,7 +3,8 @@
 The output folder is a ready MkDocs project::
 
     DIR/mkdocs.yml      the offline configuration tlsite builds with (explicit nav)
-    DIR/overrides/      tlsite's template override for Material
+    DIR/overrides/      tlsite's template override for Material, with the pages'
+                        Content-Security-Policy written in (no tlsite code runs there)
     DIR/docs/           every page as Markdown (code as fenced blocks), the theme's assets
                         under assets/tlsite/, and the tlparse-compatible files (raw artifacts,
                         payloads/, raw.jsonl, ...) the pages link to
