@@ -222,6 +222,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         highlighter.start()
         report.code_blocks = []
         nav_titles = _nav_titles(report.nav)
+        report_uris: set[str] = set()
         for page in report.pages:
             uri = f"{self.prefix}{page.path}"
             existing = files.get_file_from_path(uri)
@@ -235,7 +236,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             if page.body is not None:  # MkDocs keeps a page a plugin sets (with the nav's title)
                 DeferredPage(nav_titles.get(uri), generated, config, body=page.body, store=store)
             files.append(generated)
-            self._report_uris.add(uri)
+            report_uris.add(uri)
             if page.blocks is not None:
                 self._blocks_of_uri[uri] = page.blocks
         if self._embedded:
@@ -253,10 +254,12 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             own = [
                 f.src_uri
                 for f in files.documentation_pages()
-                if f.src_uri not in self._report_uris and f.inclusion.is_in_nav()
+                if f.src_uri not in report_uris and f.inclusion.is_in_nav()
             ]
             config.nav = [*nest_paths(own), *self._report_nav(wrap=bool(own))]
-        if not self._embedded:
+        if self._embedded:
+            self._report_uris = report_uris  # their pages get the policy in another theme
+        else:
             self._release_sources()
         return files
 
