@@ -19,6 +19,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import yaml
@@ -102,6 +103,9 @@ def _write(
     header = (
         "# Written by `tlsite markdown`: build with `mkdocs build -f mkdocs.yml` "
         "(needs mkdocs-material).\n"
+        "# overrides/main.html holds the pages' Content-Security-Policy: it lets only the\n"
+        f"# inline scripts of mkdocs-material {version('mkdocs-material')} with these theme "
+        "settings run;\n# after changing either, write the tree again.\n"
     )
     text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
     (root / "mkdocs.yml").write_text(header + text, encoding="utf-8")
