@@ -24,6 +24,9 @@ HANDLERS: dict[str, Handler] = {}
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._+\-=@,]")
 MAX_NAME_CHARS = 120
+# Windows opens a device, not a file, for these names whatever follows the first dot
+# (``nul.txt``, ``COM1.tar.gz``), so an unzipped report could not be extracted there.
+_WINDOWS_DEVICE = re.compile(r"(?i)(CON|PRN|AUX|NUL|COM[0-9]|LPT[0-9])(\..*)?")
 
 
 def handles(*event_types: str) -> Callable[[Handler], Handler]:
@@ -48,14 +51,18 @@ def safe_name(name: str) -> str:
 
     Ordinary names (``fx_graph_cache_miss``) come through unchanged, so paths match tlparse;
     anything that could leave the folder or confuse a file system (``/``, ``..``, NUL, very
-    long names) is replaced.
+    long names, Windows device names such as ``aux`` or ``NUL.txt``, a trailing dot that
+    Windows drops) is replaced, so the result is a valid file name on its own on every system.
     """
     cleaned = _UNSAFE_NAME.sub("_", name)
-    if cleaned.strip(".") == "":
-        cleaned = "_" + cleaned
     if cleaned.startswith("."):
         cleaned = "_" + cleaned[1:]
-    return cleaned[:MAX_NAME_CHARS] or "_"
+    if _WINDOWS_DEVICE.fullmatch(cleaned):
+        cleaned = "_" + cleaned
+    cleaned = cleaned[:MAX_NAME_CHARS]
+    if cleaned.endswith("."):
+        cleaned = cleaned[:-1] + "_"
+    return cleaned or "_"
 
 
 class RecordContext:

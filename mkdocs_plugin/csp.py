@@ -12,7 +12,12 @@ ones Material renders from its ``partials/javascripts/*.html`` templates, render
 with the page's ``base_url``. A script on the page whose text is not one of those gets no hash.
 
 The theme override (``themes/material/main.html``) puts :data:`MARKER` first in ``<head>``,
-before any script; :func:`add_csp` replaces it. Pages without the marker are left unchanged.
+before any script; :func:`add_csp` replaces it. A report embedded in another site is rendered
+by that site's theme, without the marker: its pages get the policy right after ``<head>``.
+Other pages without the marker are left unchanged.
+
+Where the plugin does not run (a ``tlsite markdown`` tree built by plain ``mkdocs build``),
+:func:`static_policy` is written into the tree's own template override instead.
 
 ``'self'`` covers the site's own script files; Chromium matches it for ``file:`` pages too, so
 the report still works when opened from disk (the browser tests check this).
@@ -44,6 +49,8 @@ BASE_POLICY = (
     "form-action 'none'",
 )
 
+_HEAD = re.compile(r"<head\b[^>]*>", re.IGNORECASE)
+
 # Script elements as the HTML parser sees them: the content ends at the first "</script".
 _SCRIPT = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.IGNORECASE | re.DOTALL)
 _SRC_ATTR = re.compile(r"\ssrc\s*=", re.IGNORECASE)
@@ -72,10 +79,22 @@ def inline_scripts(html: str) -> list[str]:
     return found
 
 
-def policy(script_hashes: list[str]) -> str:
-    """The full policy: the base directives and ``script-src 'self'`` plus the given hashes."""
+#: Material's web fonts, for a site whose theme turns them on (tlsite's own configuration does
+#: not): an embedding site's report pages then look like its other pages.
+FONT_STYLES = "https://fonts.googleapis.com"
+FONT_FILES = "font-src 'self' https://fonts.gstatic.com"
+
+
+def policy(script_hashes: list[str], *, web_fonts: bool = False) -> str:
+    """The full policy: the base directives and ``script-src 'self'`` plus the given hashes
+    (with ``web_fonts``, Material's Google Fonts may load too; scripts are unaffected)."""
     script_src = " ".join(["script-src 'self'", *sorted(set(script_hashes))])
-    return "; ".join([BASE_POLICY[0], script_src, *BASE_POLICY[1:]])
+    directives = [BASE_POLICY[0], script_src, *BASE_POLICY[1:]]
+    if web_fonts:
+        directives = [
+            f"{d} {FONT_STYLES}" if d.startswith("style-src ") else d for d in directives
+        ] + [FONT_FILES]
+    return "; ".join(directives)
 
 
 @functools.lru_cache(maxsize=64)
@@ -115,12 +134,13 @@ def trusted_scripts(base_url: str, config: Any) -> frozenset:
     )
 
 
-def add_csp(html: str, *, page: Any, config: Any) -> str:
-    """Replace :data:`MARKER` with the page's policy (pages without the marker are unchanged).
+def add_csp(html: str, *, page: Any, config: Any, head: bool = False) -> str:
+    """Replace :data:`MARKER` with the page's policy; with ``head``, a page without the marker
+    gets it first in ``<head>`` (others are unchanged).
 
     Only inline scripts that are also rendered by the theme's own templates get a hash.
     """
-    return _with_policy(html, get_relative_url(".", page.url), config)
+    return _with_policy(html, get_relative_url(".", page.url), config, head=head)
 
 
 def add_csp_to_template(html: str, *, template_name: str, config: Any) -> str:
@@ -137,11 +157,33 @@ def add_csp_to_template(html: str, *, template_name: str, config: Any) -> str:
     return _with_policy(html, base_url, config)
 
 
-def _with_policy(html: str, base_url: str, config: Any) -> str:
-    at = html.find(MARKER)
-    if at < 0:
+def meta_tag(script_hashes: list[str], *, web_fonts: bool = False) -> str:
+    """The ``<meta http-equiv>`` element carrying :func:`policy`."""
+    content = policy(script_hashes, web_fonts=web_fonts)
+    return f'<meta http-equiv="Content-Security-Policy" content="{content}">'
+
+
+def static_policy(base_urls: set[str], dirs: tuple[str, ...], features: tuple) -> str:
+    """One policy for every page of a site built without tlsite's plugin.
+
+    It trusts the theme's own inline scripts as rendered for each of the pages' ``base_url``
+    values (the script that sets Material's storage scope names it), so the same tag can be
+    written once into the template override. Trusting the theme's scripts on any page of the
+    site lets no trace text run: a trace cannot choose what a hash matches.
+    """
+    bodies = set().union(*(_trusted(dirs, url, None, features) for url in sorted(base_urls)))
+    return meta_tag([sha256_source(body) for body in bodies])
+
+
+def _with_policy(html: str, base_url: str, config: Any, *, head: bool = False) -> str:
+    at, end = html.find(MARKER), 0
+    if at >= 0:
+        end = at + len(MARKER)
+    elif head and (tag := _HEAD.search(html)) is not None:
+        at = end = tag.end()
+    else:
         return html
     trusted = trusted_scripts(base_url, config)
     hashes = [sha256_source(body) for body in inline_scripts(html) if body in trusted]
-    meta = f'<meta http-equiv="Content-Security-Policy" content="{policy(hashes)}">'
-    return html[:at] + meta + html[at + len(MARKER) :]
+    web_fonts = bool(config["theme"].get("font"))
+    return html[:at] + meta_tag(hashes, web_fonts=web_fonts) + html[end:]

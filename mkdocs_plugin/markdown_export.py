@@ -3,7 +3,8 @@
 The output folder is a ready MkDocs project::
 
     DIR/mkdocs.yml      the offline configuration tlsite builds with (explicit nav)
-    DIR/overrides/      tlsite's template override for Material
+    DIR/overrides/      tlsite's template override for Material, with the pages'
+                        Content-Security-Policy written in (no tlsite code runs there)
     DIR/docs/           every page as Markdown (code as fenced blocks), the theme's assets
                         under assets/tlsite/, and the tlparse-compatible files (raw artifacts,
                         payloads/, raw.jsonl, ...) the pages link to
@@ -18,9 +19,12 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import yaml
+from mkdocs.theme import Theme
+from mkdocs.utils import get_relative_url
 
 from tlsite.core import InputError, load_source, resolve_input, select_log
 from tlsite.core.model import Trace
@@ -29,7 +33,8 @@ from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import render_tree
 
-from .site_config import ASSET_DIR, THEME_DIR, site_config
+from .csp import MARKER, static_policy
+from .site_config import ASSET_DIR, FEATURES, THEME_DIR, site_config
 
 DOCS = "docs"
 OVERRIDES = "overrides"
@@ -88,6 +93,7 @@ def _write(
     overrides.mkdir()
     for template in THEME_DIR.glob("*.html"):
         shutil.copy2(template, overrides / template.name)
+    _write_policy(overrides / "main.html", [page.path for page in tree.pages])
     CompatWriter(trace, docs, raw_log=raw_log).write_all()
     config = site_config(
         docs_dir=str(docs),
@@ -99,9 +105,30 @@ def _write(
     config["docs_dir"] = DOCS
     config["site_dir"] = "site"
     config["theme"]["custom_dir"] = OVERRIDES
+    header = MARKDOWN_HEADER + (
+        "# overrides/main.html holds the pages' Content-Security-Policy: it lets only the\n"
+        f"# inline scripts of mkdocs-material {version('mkdocs-material')} with these theme "
+        "settings run;\n# after changing either, write the tree again.\n"
+    )
     text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True)
-    (root / "mkdocs.yml").write_text(MARKDOWN_HEADER + text, encoding="utf-8")
+    (root / "mkdocs.yml").write_text(header + text, encoding="utf-8")
     return written
+
+
+def _write_policy(main: Path, pages: list[str]) -> None:
+    """Put the Content-Security-Policy into the tree's own ``main.html`` where the plugin would.
+
+    ``mkdocs build`` of the tree runs no tlsite code, so the tag is written once for every
+    page: it trusts the theme's inline scripts as rendered at each page's depth (and at the
+    root, for ``404.html``).
+    """
+    base_urls = {get_relative_url(".", str(Path(path).with_suffix(".html"))) for path in pages}
+    base_urls.add(".")
+    dirs = tuple(Theme(name="material", custom_dir=str(THEME_DIR)).dirs)
+    tag = static_policy(base_urls, dirs, tuple(FEATURES))
+    text = main.read_text(encoding="utf-8")
+    assert MARKER in text, "the template override lost the policy's place"
+    main.write_text(text.replace(MARKER, tag, 1), encoding="utf-8")
 
 
 def export_markdown(

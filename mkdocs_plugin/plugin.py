@@ -106,6 +106,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._highlight_workers = highlight_workers
         self._highlighter: Highlighter | None = highlighter
         self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is written
+        self._report_uris: set[str] = set()  # the report's pages, in a site with others
         self._search_index: SpilledSearchIndex | None = None
         self._config_dir = ""
         self._embedded = False
@@ -261,7 +262,9 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
                 if f.src_uri not in report_uris and f.inclusion.is_in_nav()
             ]
             config.nav = [*nest_paths(own), *self._report_nav(wrap=bool(own))]
-        if not self._embedded:
+        if self._embedded:
+            self._report_uris = report_uris  # their pages get the policy in another theme
+        else:
             self._release_sources()
         return files
 
@@ -308,8 +311,10 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if isinstance(page, DeferredPage):
             page.release(config)  # written below
         blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # written once
+        # in another site's theme, the report's own pages get the policy without the marker
+        head = self._embedded and page.file.src_uri in self._report_uris
         if blocks_ref is None or self._highlighter is None:
-            return add_csp(output, page=page, config=config)
+            return add_csp(output, page=page, config=config, head=head)
         highlighter = self._highlighter
         blocks = load_blocks(self._store.read(blocks_ref))
 
@@ -325,7 +330,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         # one pass over the page: replacing block by block copies a big page once per block
         # the policy is computed on the page before the big blocks go in: they hold no script
         # (all escaped), and scanning megabytes of code for <script> tags is the slow part
-        return PLACEHOLDER_PATTERN.sub(insert, add_csp(output, page=page, config=config))
+        return PLACEHOLDER_PATTERN.sub(insert, add_csp(output, page=page, config=config, head=head))
 
     def on_post_template(
         self, output_content: str, /, *, template_name: str, config: MkDocsConfig

@@ -448,15 +448,17 @@ def test_the_harness_sees_a_script_that_runs(built: Built, open_site: SiteOpener
 @pytest.mark.browser
 def test_strings_are_shown_as_text(built: Built, open_site: SiteOpener) -> None:
     page, report = open_site(built.site / "-_0_0_0" / "index.html")
-    text = page.evaluate("document.querySelector('article').textContent")
+    # the invisible joiner that splits {{ in code blocks (core/render/escape.py) is not seen
+    article = "document.querySelector('article').textContent.replaceAll('\u2060', '')"
+    text = page.evaluate(article)
     missing = [tag for tag in SHOWN_ON_UNIT_PAGE if hostile(tag) not in text]
     assert missing == []
     # JSON payloads are shown pretty-printed: the strings appear JSON-quoted
     assert json.dumps(hostile("v"))[1:-1] in text
     page, _ = open_site(built.site / "-_0_1_0" / "index.html")
-    assert hostile("recompile") in page.evaluate("document.querySelector('article').textContent")
+    assert hostile("recompile") in page.evaluate(article)
     page, _ = open_site(built.site / "health.html")
-    health = page.evaluate("document.querySelector('article').textContent")
+    health = page.evaluate(article)
     assert hostile("garbage")[:120] in health
     assert hostile("topkey") in health
     assert_nothing_ran(report)

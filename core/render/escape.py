@@ -20,6 +20,14 @@ from markupsafe import Markup
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>&])")
 _BACKTICK_RUN = re.compile(r"`+")
 _TILDE_RUN = re.compile(r"~+")
+# Syntax that Markdown preprocessors and page plugins find on any line, inside fenced code
+# too: a snippet marker (pymdownx.snippets: ``--8<-- "file"`` pastes a local file, and
+# ``--8<-- [start:x]`` drops the line), CriticMarkup openers (pymdownx.critic: ``{++``,
+# ``{--``, ``{~~``, ``{==``, ``{>>``), markdown-include's ``{!file!}`` and the template tags
+# of mkdocs-macros or include-markdown (``{{``, ``{%``, ``{#``). An invisible WORD JOINER
+# splits each, so the line shows unchanged (tlsite.js leaves it out of copied text).
+_PREPROCESSOR_SYNTAX = re.compile(r"-8(?=<-)|\{(?=\+\+|--|~~|==|>>|[{%#!])")
+WORD_JOINER = "\u2060"
 
 
 def md_text(value: object) -> Markup:
@@ -49,12 +57,16 @@ def md_code(value: object) -> Markup:
 
 
 def h(value: object) -> Markup:
-    """HTML-escape for raw HTML blocks (Markdown leaves their content alone)."""
-    return Markup(html.escape(str(value), quote=True))
+    """HTML-escape for raw HTML blocks (Markdown leaves their content alone, but
+    preprocessors do not: braces become entities, for CriticMarkup and template plugins)."""
+    escaped = html.escape(str(value), quote=True)
+    return Markup(escaped.replace("{", "&#123;").replace("}", "&#125;"))
 
 
 def fence(text: str, lang: str = "text", *, attrs: str = "") -> Markup:
-    """A fenced code block that the content cannot close early."""
+    """A fenced code block that the content cannot close early, nor turn into a
+    preprocessor's syntax (see ``_PREPROCESSOR_SYNTAX``)."""
+    text = _PREPROCESSOR_SYNTAX.sub(f"\\g<0>{WORD_JOINER}", text)
     longest = max((len(m) for m in _BACKTICK_RUN.findall(text)), default=0)
     ticks = "`" * max(3, longest + 1)
     lang = re.sub(r"[^A-Za-z0-9_+-]", "", lang) or "text"

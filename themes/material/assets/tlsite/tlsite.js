@@ -118,6 +118,19 @@
   });
   window.addEventListener("hashchange", showLine);
 
+  // Code from a trace may carry an invisible WORD JOINER that keeps Markdown preprocessors
+  // (snippets, CriticMarkup) from reading it as syntax (core/render/escape.py); copied text,
+  // by a selection or Material's copy button, is the code as it was logged.
+  document.addEventListener("copy", function (event) {
+    var field = document.activeElement;
+    var text = field && /^(TEXTAREA|INPUT)$/.test(field.tagName)
+      ? field.value.slice(field.selectionStart, field.selectionEnd)
+      : String(document.getSelection());
+    if (text.indexOf("\u2060") < 0 || !event.clipboardData) return;
+    event.clipboardData.setData("text/plain", text.split("\u2060").join(""));
+    event.preventDefault();
+  });
+
   var documents = window.document$;
   if (documents && typeof documents.subscribe === "function") {
     documents.subscribe(bindAll); // emits for the first page too
