@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tlsite import __version__
+from tlsite.terminal import safe, say
 
 if TYPE_CHECKING:
     from tlsite.core import LogSource, ResolvedInput, Trace
@@ -236,7 +237,7 @@ def _bundle_format(args: argparse.Namespace) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"tlsite: error: {message}", file=sys.stderr)
+    print(f"tlsite: error: {safe(message)}", file=sys.stderr)
     return code
 
 
@@ -321,7 +322,7 @@ def _publish_command(args: argparse.Namespace) -> int:
                 "Note: the report is now as public as that repository; it holds your model's "
                 "code and file paths (--redact rewrites home-folder paths)."
             )
-        print("\n".join(lines))
+        say("\n".join(lines))
     return EXIT_OK
 
 
@@ -346,7 +347,7 @@ def _markdown_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
     if not args.quiet:
-        print(
+        say(
             f"Markdown: {out / 'docs'} ({len(pages)} pages, with the theme assets and the "
             f"tlparse files they link to)\nBuild it with: mkdocs build -f {out / 'mkdocs.yml'}"
         )
@@ -368,7 +369,7 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     else:
         trace_dir = new_trace_dir(out)
     if not args.quiet:
-        print(f"tlsite: running {' '.join(command)} with TORCH_TRACE={trace_dir}", file=sys.stderr)
+        say(f"tlsite: running {' '.join(command)} with TORCH_TRACE={trace_dir}", sys.stderr)
     options = {
         "export_mode": args.export,
         "bundle": _bundle_format(args),
@@ -388,7 +389,7 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
     if not args.quiet:
         _print_summary(outcome)
-        print(f"Trace: {trace_dir}")
+        say(f"Trace: {trace_dir}")
         if returncode != 0:
             print(f"Note: the command exited with {returncode}; the report shows what it logged.")
     if not args.no_browser and _can_open_browser():
@@ -702,7 +703,7 @@ def _print_summary(outcome: BuildOutcome) -> None:
         "Note: a trace contains your model's source code and file paths; share it knowingly."
     )
     lines.append(f"Built in {outcome.seconds:.1f} s.")
-    print("\n".join(lines))
+    say("\n".join(lines))
 
 
 def _can_open_browser() -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
+from tlsite.terminal import markup_safe
+
 
 class Progress:
     """One bar per stage: bytes read while parsing, pages written while building."""
@@ -39,7 +41,7 @@ class Progress:
             return
         if self._task is not None:
             self._progress.update(self._task, visible=False)
-        self._task = self._progress.add_task(text, total=total)
+        self._task = self._progress.add_task(markup_safe(text), total=total)
 
     def advance(self, amount: float = 1) -> None:
         if self._progress is not None and self._task is not None:
