@@ -278,7 +278,12 @@ def _build_command(args: argparse.Namespace) -> int:
 
 def _publish_command(args: argparse.Namespace) -> int:
     from tlsite.core import InputError
-    from tlsite.mkdocs_plugin.publish import PublishError, is_built_site, publish_site
+    from tlsite.mkdocs_plugin.publish import (
+        PublishError,
+        check_branch,
+        is_built_site,
+        publish_site,
+    )
 
     given = Path(args.path)
     redactor = _redactor(args)
@@ -286,6 +291,10 @@ def _publish_command(args: argparse.Namespace) -> int:
         return _fail(f"{given} is a built site: --redact applies when building a trace", 2)
     name = redactor.text(given.name) if redactor is not None else given.name
     message = args.message or f"tlsite {__version__}: report of {name}"
+    try:
+        check_branch(args.branch)  # before a build that may take minutes
+    except PublishError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     try:
         with tempfile.TemporaryDirectory(prefix="tlsite-publish-site-") as scratch:
             site = given

@@ -118,3 +118,98 @@ def test_safe_writes_every_control_visibly() -> None:
 
     rendered = Text.from_markup(markup_safe("t[/x][link=http://e/]c[/link]"))
     assert rendered.plain == "t[/x][link=http://e/]c[/link]" and not rendered.spans
+
+
+# --- point 4: publish keeps credentials out of every message, and refuses bad branches ----
+
+
+def _tlsite(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tlsite", *args],
+        cwd=cwd,
+        env=env or _env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+
+
+def _git_env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return _env(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", XDG_CONFIG_HOME=str(home))
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    """A folder publish takes as a built site (it has index.html)."""
+    folder = tmp_path / "site"
+    folder.mkdir()
+    (folder / "index.html").write_text("<html><body>report</body></html>", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://user:SECRET@127.0.0.1:9/x.git",
+        "https://SECRET@127.0.0.1:9/x.git",
+        "https://127.0.0.1:9/x.git?access_token=SECRET",
+    ],
+)
+def test_publish_never_prints_the_credentials_of_its_remote(
+    tmp_path: Path, site: Path, url: str
+) -> None:
+    done = _tlsite("publish", str(site), "--to", url, cwd=tmp_path, env=_git_env(tmp_path))
+    assert done.returncode == 1
+    assert "127.0.0.1" in done.stderr  # the message still says where it failed
+    assert "SECRET" not in done.stdout + done.stderr
+
+
+def test_publish_to_a_named_remote_hides_its_credentials(tmp_path: Path, site: Path) -> None:
+    env = _git_env(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=work, env=env, check=True)
+    subprocess.run(
+        ["git", "remote", "add", "origin", "https://u:SECRET@127.0.0.1:9/x.git"],
+        cwd=work,
+        env=env,
+        check=True,
+    )
+    done = _tlsite("publish", str(site), "--to", "origin", cwd=work, env=env)
+    assert done.returncode == 1 and "SECRET" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("branch", ["HEAD", "a..b", "-f", "x.lock", "a b", "@{-1}"])
+def test_publish_refuses_a_branch_git_would_not_create(
+    tmp_path: Path, site: Path, branch: str
+) -> None:
+    env = _git_env(tmp_path)
+    bare = tmp_path / "pages.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], env=env, check=True)
+    done = _tlsite(
+        "publish", str(site), "--to", str(bare), f"--branch={branch}", cwd=tmp_path, env=env
+    )
+    assert done.returncode == 2, done.stderr
+    assert "not a valid branch name" in done.stderr
+    refs = subprocess.run(
+        ["git", "--git-dir", str(bare), "for-each-ref", "--format=%(refname)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    assert refs == ""  # nothing was pushed
+
+
+def test_redact_credentials_keeps_the_rest_of_the_url() -> None:
+    from tlsite.mkdocs_plugin.publish import redact_credentials
+
+    assert redact_credentials("push to https://u:p@github.com/o/r.git failed") == (
+        "push to https://***@github.com/o/r.git failed"
+    )
+    assert redact_credentials("git@github.com:o/r.git") == "git@github.com:o/r.git"
+    assert redact_credentials("'https://h/r?token=abc/': x") == "'https://h/r?token=***/': x"
