@@ -2,7 +2,8 @@
 
 Exit codes: 0 the report was built; 1 nothing could be built; 2 usage error (bad flags, an
 existing output folder without ``--overwrite``); 3 the report was built but ``--strict`` found
-skipped lines.
+skipped lines; 130 interrupted (Ctrl-C). ``tlsite run`` exits with the command's own code
+when it failed (``128 + N`` when signal N ended it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from tlsite.mkdocs_plugin.prepared import PreparedReport
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
+#: Interrupted (Ctrl-C): what a shell reports for a process SIGINT ended.
+EXIT_INTERRUPTED = 130
 #: From this trace size on, the zip bundle is compressed during the build by a worker
 #: process; below it, the process start costs more than the overlap saves.
 ZIP_WHILE_BUILDING_MIN_BYTES = 16 * 1024 * 1024
@@ -198,14 +201,17 @@ def main(argv: list[str] | None = None) -> int:
     from tlsite.core.allocator import return_big_blocks_on_free
 
     return_big_blocks_on_free()  # this process only: a command `tlsite run` runs is untouched
-    if args.command == "build":
-        return _build_command(args)
-    if args.command == "publish":
-        return _publish_command(args)
-    if args.command == "markdown":
-        return _markdown_command(args)
-    if args.command == "run":
-        return _run_command(args, command)
+    try:
+        if args.command == "build":
+            return _build_command(args)
+        if args.command == "publish":
+            return _publish_command(args)
+        if args.command == "markdown":
+            return _markdown_command(args)
+        if args.command == "run":
+            return _run_command(args, command)
+    except KeyboardInterrupt:  # the staging folder is gone by now: nothing half-written
+        return _fail("interrupted", EXIT_INTERRUPTED)
     return EXIT_USAGE
 
 
@@ -386,20 +392,26 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         "progress": not args.quiet and sys.stderr.isatty(),
     }
     try:
-        returncode = run_traced(command, trace_dir)
+        finished = run_traced(command, trace_dir)
+    except InputError as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    returncode = EXIT_INTERRUPTED if finished.interrupted else finished.code
+    try:
         ranks = traced_ranks(trace_dir)
         if len(ranks) > 1 and args.rank is None:  # one site for all ranks
             outcome = build(str(trace_dir), out, jobs=args.jobs, **options)
         else:
             outcome = build(str(trace_dir), out, latest=True, rank=args.rank, **options)
-    except InputError as exc:
-        return _fail(str(exc), EXIT_FAILED)
+    except InputError as exc:  # a failing command's own code says more than ours
+        return _fail(str(exc), returncode or EXIT_FAILED)
     except OSError as exc:
-        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
+        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", returncode or EXIT_FAILED)
     if not args.quiet:
         _print_summary(outcome)
         say(f"Trace: {trace_dir}")
-        if returncode != 0:
+        if finished.interrupted:
+            print("Note: the command was interrupted; the report shows what it logged until then.")
+        elif returncode != 0:
             print(f"Note: the command exited with {returncode}; the report shows what it logged.")
     if not args.no_browser and _can_open_browser():
         webbrowser.open((outcome.site / "index.html").resolve().as_uri())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
 import subprocess
 import sys
 import time
@@ -213,3 +214,78 @@ def test_redact_credentials_keeps_the_rest_of_the_url() -> None:
     )
     assert redact_credentials("git@github.com:o/r.git") == "git@github.com:o/r.git"
     assert redact_credentials("'https://h/r?token=abc/': x") == "'https://h/r?token=***/': x"
+
+
+# --- point 16: `tlsite run` exits as the command did, and Ctrl-C still gives the report ---
+
+KILL_ITSELF = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+
+
+@pytest.mark.slow
+def test_run_exits_128_plus_the_signal_that_killed_the_command(tmp_path: Path) -> None:
+    # a job killed after it logged: the report is built, and the exit code says SIGKILL
+    job = f"import os, shutil; shutil.copy({str(EXAMPLE)!r}, os.environ['TORCH_TRACE'])\n"
+    done = _tlsite(
+        "run", "--no-browser", "--", sys.executable, "-c", job + KILL_ITSELF, cwd=tmp_path
+    )
+    assert done.returncode == 128 + signal.SIGKILL, done.stderr
+    assert (tmp_path / "tl_site" / "index.html").is_file()
+    assert "exited with 137" in done.stdout and "Traceback" not in done.stderr
+    # killed before it logged anything: still the job's code, not tlsite's 1
+    done = _tlsite(
+        "run", "--no-browser", "-o", "b", "--", sys.executable, "-c", KILL_ITSELF, cwd=tmp_path
+    )
+    assert done.returncode == 128 + signal.SIGKILL, done.stderr
+
+
+def test_run_exits_with_the_code_of_a_command_that_wrote_no_trace(tmp_path: Path) -> None:
+    done = _tlsite(
+        "run", "--no-browser", "--", sys.executable, "-c", "import sys; sys.exit(5)", cwd=tmp_path
+    )
+    assert done.returncode == 5, done.stderr
+    assert "wrote no trace" in done.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_run_builds_the_report_and_exits_130(tmp_path: Path) -> None:
+    trace_dir = tmp_path / "trace"
+    # a job that has written its trace and then runs on until it is interrupted
+    job = (
+        "import os, shutil, sys, time\n"
+        f"shutil.copy({str(EXAMPLE)!r}, os.environ['TORCH_TRACE'])\n"
+        "try:\n    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n    sys.exit('job: interrupted')\n"
+    )
+    tlsite = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tlsite",
+            "run",
+            "--no-browser",
+            "--trace-dir",
+            str(trace_dir),
+            "-o",
+            "report",
+            "--",
+            sys.executable,
+            "-c",
+            job,
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not any(trace_dir.glob("*.log")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # the copy is complete
+    tlsite.send_signal(signal.SIGINT)
+    out, err = tlsite.communicate(timeout=TIMEOUT_S)
+    assert tlsite.returncode == 130, err
+    assert "job: interrupted" in err  # Ctrl-C reached the job
+    assert "Traceback" not in err
+    assert (tmp_path / "report" / "index.html").is_file()
+    assert "interrupted" in out and "425 records" in out
