@@ -13,7 +13,6 @@ import dataclasses
 import os
 import shutil
 import sys
-import tempfile
 import time
 import webbrowser
 from collections.abc import Callable
@@ -201,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     from tlsite.core.allocator import return_big_blocks_on_free
 
     return_big_blocks_on_free()  # this process only: a command `tlsite run` runs is untouched
+    from tlsite.core.cleanup import EXIT_TERMINATED, Terminated, exit_on_sigterm
+
+    exit_on_sigterm()
     try:
         if args.command == "build":
             return _build_command(args)
@@ -212,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_command(args, command)
     except KeyboardInterrupt:  # the staging folder is gone by now: nothing half-written
         return _fail("interrupted", EXIT_INTERRUPTED)
+    except Terminated:  # SIGTERM: the ``finally`` blocks removed the scratch folders
+        return _fail("terminated", EXIT_TERMINATED)
     return EXIT_USAGE
 
 
@@ -284,6 +288,7 @@ def _build_command(args: argparse.Namespace) -> int:
 
 def _publish_command(args: argparse.Namespace) -> int:
     from tlsite.core import InputError
+    from tlsite.core.cleanup import scratch_folder
     from tlsite.mkdocs_plugin.publish import (
         PublishError,
         check_branch,
@@ -302,7 +307,7 @@ def _publish_command(args: argparse.Namespace) -> int:
     except PublishError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        with tempfile.TemporaryDirectory(prefix="tlsite-publish-site-") as scratch:
+        with scratch_folder("publish-site") as scratch:
             site = given
             if not is_built_site(given):
                 site = build(
@@ -444,6 +449,7 @@ def build(
     gives one site for all ranks, ``jobs`` ranks read at a time (``all_ranks``: even one).
     """
     from tlsite.core import Trace, resolve_input, select_log
+    from tlsite.core.cleanup import remove_stale
     from tlsite.core.redact import redacted_source, redaction_note, redaction_summary
     from tlsite.mkdocs_plugin.build import build_report
 
@@ -452,6 +458,8 @@ def build(
     started = time.perf_counter()
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
+    for folder in (out.parent, None):  # what killed builds left (the temporary folder: None)
+        remove_stale(folder)
     with Progress(enabled=progress) as bar, resolve_input(path, latest=latest) as resolved:
         rank_logs = all(log.rank is not None for log in resolved.logs)
         several = resolved.is_multi_rank and len(resolved.logs) > 1
@@ -544,6 +552,7 @@ def _read_log(
     into ``files_dir`` and hands back the prepared report (see
     :mod:`tlsite.mkdocs_plugin.prepare_process`)."""
     from tlsite.core import PayloadStore, load_source
+    from tlsite.core.cleanup import make_scratch
     from tlsite.core.render.highlight import Highlighter
     from tlsite.core.render.pages import highlight_ahead
     from tlsite.mkdocs_plugin.prepare_process import ReadRequest, read_in_helper
@@ -552,7 +561,7 @@ def _read_log(
         trace = load_source(log, export_mode=export_mode, on_bytes=on_bytes)
         trace.notes.extend(notes)
         return trace, None
-    store_root = tempfile.mkdtemp(prefix="tlsite-store-")
+    store_root = str(make_scratch("store"))
     highlighter = Highlighter(Path(store_root) / "highlight")
     highlighter.start()
     try:
@@ -646,8 +655,9 @@ def _build_in_staging(
     process start). A build that fails at any step leaves the previous report and bundle.
     """
     from tlsite.core.bundle import ZipWriter, write_bundle
+    from tlsite.core.cleanup import make_scratch
 
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    staging = make_scratch("staging", out.parent, prefix=f".{out.name}.")
     zipper: ZipWriter | None = None
     try:
         site = staging / out.name  # the bundle's top folder is named after the site
@@ -678,9 +688,11 @@ def _swap_into_place(built: Path, out: Path) -> None:
 
     The old ``out`` is moved aside first, and moved back if ``built`` cannot take its place.
     """
+    from tlsite.core.cleanup import mark
+
     old = None
     if out.exists() or out.is_symlink():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        old = out.with_name(f".{out.name}.tlsite-old-{os.getpid()}")
         os.replace(out, old)
     try:
         os.replace(built, out)
@@ -691,6 +703,7 @@ def _swap_into_place(built: Path, out: Path) -> None:
     if old is None:
         return
     if old.is_dir() and not old.is_symlink():
+        mark(old)  # a build killed while this is removed leaves it to the next build
         shutil.rmtree(old, ignore_errors=True)
     else:
         old.unlink(missing_ok=True)

@@ -30,15 +30,16 @@ import re
 import shutil
 import stat
 import sys
-import tempfile
 import time
 import weakref
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import BinaryIO
+
+from .cleanup import make_scratch
 
 DEFAULT_MAX_UNPACKED_BYTES = 8 << 30
 """Most bytes we unpack from one archive (the logs we read, not the whole archive)."""
@@ -78,7 +79,7 @@ class _Scratch:
     """A private temporary directory, removed on close(), on garbage collection or at exit."""
 
     def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="tlsite-input-"))
+        self.path = make_scratch("input")
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
 
     def close(self) -> None:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
 
 from tlsite.core import load_source, resolve_input, select_log
+from tlsite.core.cleanup import make_scratch, mark, remove_stale, unmark
 from tlsite.core.model import Trace
 from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
@@ -47,15 +47,19 @@ def write_markdown_tree(
     """
     out = out.resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    for folder in (out.parent, None):  # what killed exports left (None: the temporary folder)
+        remove_stale(folder)
+    staging = make_scratch("staging", out.parent, prefix=f".{out.name}.")
     try:
         pages = _write(trace, staging, raw_log=raw_log, site_name=site_name)
         old = None
         if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            old = out.with_name(f".{out.name}.tlsite-old-{os.getpid()}")
             os.replace(out, old)
+        unmark(staging)  # it becomes the output
         os.replace(staging, out)
         if old is not None:
+            mark(old)
             shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

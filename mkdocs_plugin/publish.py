@@ -17,9 +17,10 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tlsite.core.cleanup import scratch_folder
 
 #: The scratch repository's name for the target remote.
 _REMOTE = "tlsite"
@@ -121,7 +122,7 @@ def publish_site(
         raise PublishError(f"{site}: not a built site (no index.html)")
     check_branch(branch)
     url = resolve_remote(remote)
-    with tempfile.TemporaryDirectory(prefix="tlsite-publish-") as scratch:
+    with scratch_folder("publish") as scratch:  # its .git/config holds the URL
         repo = Path(scratch)
         _git(["init", "-q"], repo)
         _git(["remote", "add", _REMOTE, url], repo)

@@ -289,3 +289,104 @@ def test_ctrl_c_during_run_builds_the_report_and_exits_130(tmp_path: Path) -> No
     assert "Traceback" not in err
     assert (tmp_path / "report" / "index.html").is_file()
     assert "interrupted" in out and "425 records" in out
+
+
+# --- point 15: a killed build leaves nothing behind for good ------------------------------
+
+MAKE_TRACE = Path(__file__).resolve().parents[1] / "bench" / "make_trace.py"
+
+
+def _leftovers(out_parent: Path, tmp: Path) -> list[str]:
+    beside = [p.name for p in out_parent.iterdir() if p.name.startswith(".")]
+    return beside + [p.name for p in tmp.iterdir() if p.name.startswith("tlsite-")]
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_build_removes_its_staging_folder_and_payload_store(
+    tmp_path: Path,
+) -> None:
+    # big enough (> HIGHLIGHT_AHEAD_MIN_BYTES) for the build to keep a payload store on disk
+    trace = tmp_path / "mid.log"
+    subprocess.run(
+        [sys.executable, str(MAKE_TRACE), "--size", "20MB", "-o", str(trace)],
+        check=True,
+        capture_output=True,
+        timeout=TIMEOUT_S,
+    )
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    build = subprocess.Popen(
+        [sys.executable, "-m", "tlsite", "build", str(trace), "-o", "report", "--no-browser"],
+        cwd=tmp_path,
+        env=_env(TMPDIR=str(tmp)),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and build.poll() is None:  # both exist: mid-build
+        staging = list(tmp_path.glob(".report*"))
+        if staging and list(tmp.glob("tlsite-store*")):
+            break
+        time.sleep(0.05)
+    assert build.poll() is None, "the build ended before it could be interrupted"
+    time.sleep(0.3)
+    build.send_signal(signal.SIGTERM)
+    _, err = build.communicate(timeout=TIMEOUT_S)
+    assert build.returncode == 143, err
+    assert "Traceback" not in err
+    assert _leftovers(tmp_path, tmp) == []
+    assert not (tmp_path / "report").exists()
+
+
+def _dead_pid() -> int:
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    return done.pid
+
+
+def test_the_next_build_removes_only_tlsites_own_stale_leftovers(tmp_path: Path) -> None:
+    import socket
+
+    from tlsite.core.cleanup import MARKER
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    dead, live, host = _dead_pid(), os.getpid(), socket.gethostname()
+
+    def leftover(folder: Path, owner: str | None) -> Path:
+        folder.mkdir()
+        (folder / "payloads.pack").write_bytes(b"x" * 1000)
+        if owner is not None:
+            (folder / MARKER).write_text(owner, encoding="utf-8")
+        return folder
+
+    stale = [
+        leftover(tmp_path / f".report.tlsite-staging-{dead}-abc", f"{dead} {host}\n"),
+        leftover(tmp / f"tlsite-store-{dead}-abc", f"{dead} {host}\n"),
+        leftover(tmp / f"tlsite-input-{dead}-abc", f"{dead} {host}\n"),
+    ]
+    kept = [
+        leftover(tmp_path / f".report.tlsite-staging-{live}-abc", f"{live} {host}\n"),
+        leftover(tmp / f"tlsite-store-{live}-abc", f"{live} {host}\n"),
+        leftover(tmp / f"tlsite-store-{dead}-nomarker", None),  # not known to be tlsite's
+        leftover(tmp / f"tlsite-store-{dead}-otherhost", f"{dead} elsewhere\n"),
+        leftover(tmp / f"tlsite-store-{dead}-otherpid", f"{live} {host}\n"),
+        leftover(tmp / f"mine-{dead}", f"{dead} {host}\n"),  # not named like tlsite's
+    ]
+    done = _tlsite(
+        "build",
+        str(EXAMPLE),
+        "-o",
+        "report",
+        "--no-browser",
+        cwd=tmp_path,
+        env=_env(TMPDIR=str(tmp)),
+    )
+    assert done.returncode == 0, done.stderr
+    assert [p for p in stale if p.exists()] == []
+    assert [p for p in kept if not p.exists()] == []
+    assert (tmp_path / "report" / "index.html").is_file()
+    # and a build leaves nothing of its own behind
+    assert sorted(_leftovers(tmp_path, tmp)) == sorted(
+        p.name for p in kept if p.name.startswith((".", "tlsite-"))
+    )
