@@ -214,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_command(args, command)
     except KeyboardInterrupt:  # the staging folder is gone by now: nothing half-written
         return _fail("interrupted", EXIT_INTERRUPTED)
-    except Terminated:  # SIGTERM: the ``finally`` blocks removed the scratch folders
-        return _fail("terminated", EXIT_TERMINATED)
+    except Terminated as exc:  # SIGTERM: the ``finally`` blocks removed the scratch folders
+        return _fail("terminated", int(exc.code or EXIT_TERMINATED))
     return EXIT_USAGE
 
 
@@ -376,7 +376,7 @@ def _markdown_command(args: argparse.Namespace) -> int:
 
 def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     from tlsite.core import InputError
-    from tlsite.run_command import new_trace_dir, run_traced, traced_ranks
+    from tlsite.run_command import CommandError, new_trace_dir, run_traced, traced_ranks
 
     out = Path(args.out).resolve()
     if out.exists() and not args.overwrite:
@@ -398,8 +398,10 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     }
     try:
         finished = run_traced(command, trace_dir)
-    except InputError as exc:
-        return _fail(str(exc), EXIT_FAILED)
+    except CommandError as exc:
+        if not args.trace_dir:
+            trace_dir.rmdir()  # made for this run, still empty
+        return _fail(str(exc), exc.code)
     returncode = EXIT_INTERRUPTED if finished.interrupted else finished.code
     try:
         ranks = traced_ranks(trace_dir)

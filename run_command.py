@@ -20,12 +20,21 @@ from pathlib import Path
 from types import FrameType
 
 from tlsite.core import InputError, resolve_input
+from tlsite.core.cleanup import EXIT_TERMINATED, Terminated
 
 
 def new_trace_dir(out: Path) -> Path:
     """A fresh folder for ``TORCH_TRACE``, beside the report folder ``out``."""
     out.parent.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f"{out.name}-trace-", dir=out.parent))
+
+
+class CommandError(InputError):
+    """The command could not be started; ``code`` is what a shell exits with then."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -53,9 +62,9 @@ def run_traced(command: Sequence[str], trace_dir: Path) -> Finished:
     try:
         child = subprocess.Popen(list(command), env=env)
     except FileNotFoundError as exc:
-        raise InputError(f"{command[0]}: command not found") from exc
+        raise CommandError(f"{command[0]}: command not found", 127) from exc
     except PermissionError as exc:
-        raise InputError(f"{command[0]}: permission denied") from exc
+        raise CommandError(f"{command[0]}: permission denied", 126) from exc
     received: list[int] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -72,7 +81,7 @@ def run_traced(command: Sequence[str], trace_dir: Path) -> Finished:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if signal.SIGTERM in received:
-        raise SystemExit(128 + signal.SIGTERM)
+        raise Terminated(EXIT_TERMINATED)
     return Finished(shell_code(returncode), interrupted=signal.SIGINT in received)
 
 

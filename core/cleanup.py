@@ -89,17 +89,24 @@ def _owner_is_gone(path: Path, pid: int) -> bool:
     return False
 
 
+#: The signals that end a build politely: ``kill``, and the terminal closing.
+_ENDING = (signal.SIGTERM, signal.SIGHUP)
+
+
 class Terminated(SystemExit):
-    """Raised in the main thread on SIGTERM, so every ``finally`` removes what it made."""
+    """Raised in the main thread on SIGTERM (or SIGHUP), so every ``finally`` removes what
+    it made; its code is ``128 + signal``, as a shell reports it."""
 
 
 def exit_on_sigterm() -> None:
-    """Make SIGTERM unwind the main thread (exit code 143) instead of ending the process
-    where it stands. Further SIGTERMs are ignored while the cleanup runs."""
+    """Make SIGTERM and SIGHUP unwind the main thread instead of ending the process where
+    it stands. Further such signals are ignored while the cleanup runs."""
 
-    def terminated(_signum: int, _frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Terminated(EXIT_TERMINATED)
+    def terminated(signum: int, _frame: FrameType | None) -> None:
+        for sig in _ENDING:
+            signal.signal(sig, signal.SIG_IGN)
+        raise Terminated(128 + signum)
 
-    with contextlib.suppress(ValueError):  # not the main thread: leave the default
-        signal.signal(signal.SIGTERM, terminated)
+    with contextlib.suppress(ValueError):  # not the main thread: leave the defaults
+        for sig in _ENDING:
+            signal.signal(sig, terminated)

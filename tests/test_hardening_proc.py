@@ -390,3 +390,51 @@ def test_the_next_build_removes_only_tlsites_own_stale_leftovers(tmp_path: Path)
     assert sorted(_leftovers(tmp_path, tmp)) == sorted(
         p.name for p in kept if p.name.startswith((".", "tlsite-"))
     )
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_terminal_reaches_the_job_once(tmp_path: Path) -> None:
+    """On a terminal Ctrl-C goes to tlsite and the job alike: tlsite must not send it again
+    (a job that stops on the second Ctrl-C, like torchrun, would be cut short)."""
+    trace_dir = tmp_path / "trace"
+    job = (
+        "import os, shutil, signal, sys, time\n"
+        "got = []\n"
+        "signal.signal(signal.SIGINT, lambda *_: got.append(1))\n"
+        f"shutil.copy({str(EXAMPLE)!r}, os.environ['TORCH_TRACE'])\n"
+        "open(os.environ['TORCH_TRACE'] + '/../ready', 'w').close()\n"
+        "end = time.monotonic() + 60\n"
+        "while not got and time.monotonic() < end: time.sleep(0.02)\n"
+        "time.sleep(1)\n"
+        "print(f'job: {len(got)} SIGINT')\n"
+    )
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.chdir(tmp_path)
+        argv = [sys.executable, "-m", "tlsite", "run", "--no-browser", "--trace-dir"]
+        argv += [str(trace_dir), "-o", "report", "--", sys.executable, "-c", job]
+        os.execve(sys.executable, argv, _env(TERM="dumb"))
+    out = b""
+    deadline = time.monotonic() + TIMEOUT_S
+    sent = False
+    while time.monotonic() < deadline:
+        if not sent and (tmp_path / "ready").exists():
+            os.write(fd, b"\x03")  # Ctrl-C, as typed: the terminal signals the foreground group
+            sent = True
+        try:
+            import select
+
+            if select.select([fd], [], [], 0.05)[0]:
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                out += data
+        except OSError:
+            break
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    text = out.decode(errors="replace")
+    assert sent, text
+    assert os.waitstatus_to_exitcode(status) == 130, text
+    assert "job: 1 SIGINT" in text and "Traceback" not in text
+    assert (tmp_path / "report" / "index.html").is_file()
