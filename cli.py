@@ -2,8 +2,8 @@
 
 Exit codes: 0 the report was built; 1 nothing could be built; 2 usage error (bad flags, an
 existing output folder without ``--overwrite``); 3 the report was built but ``--strict`` found
-skipped lines; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). ``tlsite run`` exits with the command's own code
-when it failed (``128 + N`` when signal N ended it).
+skipped lines; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). ``tlsite run`` exits with
+the command's own code when it failed (``128 + N`` when signal N ended it).
 """
 
 from __future__ import annotations
