@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import shutil
 import sys
 import time
 import webbrowser
@@ -554,7 +553,7 @@ def _read_log(
     into ``files_dir`` and hands back the prepared report (see
     :mod:`tlsite.mkdocs_plugin.prepare_process`)."""
     from tlsite.core import PayloadStore, load_source
-    from tlsite.core.cleanup import make_scratch
+    from tlsite.core.cleanup import make_scratch, remove_scratch
     from tlsite.core.render.highlight import Highlighter
     from tlsite.core.render.pages import highlight_ahead
     from tlsite.mkdocs_plugin.prepare_process import ReadRequest, read_in_helper
@@ -582,7 +581,7 @@ def _read_log(
         )
     except BaseException:
         highlighter.close()
-        shutil.rmtree(store_root, ignore_errors=True)
+        remove_scratch(store_root)
         raise
     trace.notes.extend(notes)
     return trace, highlighter
@@ -657,7 +656,7 @@ def _build_in_staging(
     process start). A build that fails at any step leaves the previous report and bundle.
     """
     from tlsite.core.bundle import ZipWriter, write_bundle
-    from tlsite.core.cleanup import make_scratch
+    from tlsite.core.cleanup import make_scratch, remove_scratch
 
     staging = make_scratch("staging", out.parent, prefix=f".{out.name}.")
     zipper: ZipWriter | None = None
@@ -681,7 +680,7 @@ def _build_in_staging(
     finally:
         if zipper is not None:
             zipper.abort()
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_scratch(staging)
     return archive, size
 
 
@@ -690,7 +689,7 @@ def _swap_into_place(built: Path, out: Path) -> None:
 
     The old ``out`` is moved aside first, and moved back if ``built`` cannot take its place.
     """
-    from tlsite.core.cleanup import mark
+    from tlsite.core.cleanup import mark, remove_scratch
 
     old = None
     if out.exists() or out.is_symlink():
@@ -706,7 +705,7 @@ def _swap_into_place(built: Path, out: Path) -> None:
         return
     if old.is_dir() and not old.is_symlink():
         mark(old)  # a build killed while this is removed leaves it to the next build
-        shutil.rmtree(old, ignore_errors=True)
+        remove_scratch(old)
     else:
         old.unlink(missing_ok=True)
 

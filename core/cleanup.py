@@ -43,12 +43,27 @@ def scratch_folder(kind: str) -> Iterator[str]:
     try:
         yield str(path)
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_scratch(path)
 
 
 def mark(path: Path) -> None:
     """Claim the folder ``path`` for this process (see :func:`remove_stale`)."""
     (path / MARKER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
+
+
+def remove_scratch(path: str | os.PathLike[str]) -> None:
+    """Remove a scratch folder, its marker last: a removal cut short (SIGTERM while it runs)
+    leaves a folder the next build still recognises as tlsite's."""
+    with contextlib.suppress(OSError), os.scandir(path) as entries:
+        for entry in list(entries):
+            if entry.name == MARKER:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def unmark(path: Path) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 from . import load_source
 from .analysis.collectives import parity
 from .analysis.compile_time import compile_times
-from .cleanup import make_scratch
+from .cleanup import make_scratch, remove_scratch
 from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
 from .source import LogSource, ResolvedInput, _rank_of
@@ -397,7 +397,7 @@ class RankSet:
 
     def close(self) -> None:
         if self.owned:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            remove_scratch(self.workdir)
 
     def __enter__(self) -> RankSet:
         return self
@@ -516,7 +516,7 @@ def load_ranks(
                         on_rank(summaries[-1])
     except BaseException:
         if owned:
-            shutil.rmtree(work, ignore_errors=True)
+            remove_scratch(work)
         raise
     summaries.sort(key=lambda s: s.rank)
     taken = {f"{name}: empty" for name in empties.values()}

@@ -27,7 +27,6 @@ import io
 import lzma
 import os
 import re
-import shutil
 import stat
 import sys
 import time
@@ -39,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
-from .cleanup import make_scratch
+from .cleanup import make_scratch, remove_scratch
 
 DEFAULT_MAX_UNPACKED_BYTES = 8 << 30
 """Most bytes we unpack from one archive (the logs we read, not the whole archive)."""
@@ -80,7 +79,7 @@ class _Scratch:
 
     def __init__(self) -> None:
         self.path = make_scratch("input")
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+        self._finalizer = weakref.finalize(self, remove_scratch, self.path)
 
     def close(self) -> None:
         self._finalizer()

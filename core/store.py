@@ -12,12 +12,11 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from .cleanup import make_scratch
+from .cleanup import make_scratch, remove_scratch
 
 #: How many decoded JSON payloads :meth:`PayloadStore.read_json` keeps.
 DECODED_KEPT = 8
@@ -118,7 +117,7 @@ class PayloadStore:
                 handle.close()
         self._writer = self._reader = None
         if self._owned:
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_scratch(self.root)
 
     def __del__(self) -> None:  # best effort: temporary stores do not outlive the model
         with contextlib.suppress(Exception):

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from tlsite.core import load_source, resolve_input, select_log
-from tlsite.core.cleanup import make_scratch, mark, remove_stale, unmark
+from tlsite.core.cleanup import make_scratch, mark, remove_scratch, remove_stale, unmark
 from tlsite.core.model import Trace
 from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
@@ -60,9 +60,9 @@ def write_markdown_tree(
         os.replace(staging, out)
         if old is not None:
             mark(old)
-            shutil.rmtree(old, ignore_errors=True)
+            remove_scratch(old)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_scratch(staging)
     return pages
 
 
