@@ -689,7 +689,7 @@ def _swap_into_place(built: Path, out: Path) -> None:
 
     The old ``out`` is moved aside first, and moved back if ``built`` cannot take its place.
     """
-    from tlsite.core.cleanup import mark, remove_scratch
+    from tlsite.core.cleanup import mark_for_removal, remove_scratch
 
     old = None
     if out.exists() or out.is_symlink():
@@ -704,7 +704,7 @@ def _swap_into_place(built: Path, out: Path) -> None:
     if old is None:
         return
     if old.is_dir() and not old.is_symlink():
-        mark(old)  # a build killed while this is removed leaves it to the next build
+        mark_for_removal(old)  # a build killed while this is removed leaves it to the next build
         remove_scratch(old)
     else:
         old.unlink(missing_ok=True)

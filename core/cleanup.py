@@ -51,6 +51,13 @@ def mark(path: Path) -> None:
     (path / MARKER).write_text(f"{os.getpid()} {socket.gethostname()}\n", encoding="utf-8")
 
 
+def mark_for_removal(path: Path) -> None:
+    """:func:`mark` a folder about to be removed, if it can be (a folder tlsite did not make,
+    e.g. the report being replaced, may be read-only: its removal then fails anyway)."""
+    with contextlib.suppress(OSError):
+        mark(path)
+
+
 def remove_scratch(path: str | os.PathLike[str]) -> None:
     """Remove a scratch folder, its marker last: a removal cut short (SIGTERM while it runs)
     leaves a folder the next build still recognises as tlsite's."""

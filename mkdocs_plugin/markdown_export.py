@@ -22,7 +22,13 @@ from pathlib import Path
 import yaml
 
 from tlsite.core import load_source, resolve_input, select_log
-from tlsite.core.cleanup import make_scratch, mark, remove_scratch, remove_stale, unmark
+from tlsite.core.cleanup import (
+    make_scratch,
+    mark_for_removal,
+    remove_scratch,
+    remove_stale,
+    unmark,
+)
 from tlsite.core.model import Trace
 from tlsite.core.redact import Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
@@ -59,7 +65,7 @@ def write_markdown_tree(
         unmark(staging)  # it becomes the output
         os.replace(staging, out)
         if old is not None:
-            mark(old)
+            mark_for_removal(old)
             remove_scratch(old)
     finally:
         remove_scratch(staging)
