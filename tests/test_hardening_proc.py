@@ -438,3 +438,19 @@ def test_ctrl_c_on_a_terminal_reaches_the_job_once(tmp_path: Path) -> None:
     assert os.waitstatus_to_exitcode(status) == 130, text
     assert "job: 1 SIGINT" in text and "Traceback" not in text
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_hostile_rank_log_names_in_the_multirank_summary_are_escaped(tmp_path: Path) -> None:
+    folder = tmp_path / "ranks"
+    folder.mkdir()
+    for name in ("dedicated_log_torch_trace_rank_0_", "dedicated_log_torch_trace_rank_1_", "x"):
+        (folder / f"{name}{HOSTILE_FILE}").write_bytes(EXAMPLE.read_bytes())
+    code, out = run_on_terminal(
+        ["build", "ranks", "-o", "site", "--no-browser", "--bundle", "none"], tmp_path
+    )
+    assert code == 0, out.decode(errors="replace")
+    _no_escape_from_the_name(out)
+    text = out.decode()
+    assert text.count("[link=evil]click[b]\\x1b[31mred") == 3  # two ranks, one ignored log
+    assert "Not rank logs, ignored: xtrace\\x1b]8;;evil" in text
