@@ -454,3 +454,27 @@ def test_hostile_rank_log_names_in_the_multirank_summary_are_escaped(tmp_path: P
     text = out.decode()
     assert text.count("[link=evil]click[b]\\x1b[31mred") == 3  # two ranks, one ignored log
     assert "Not rank logs, ignored: xtrace\\x1b]8;;evil" in text
+
+
+def test_hostile_member_names_in_a_mkdocs_build_error_are_escaped(tmp_path: Path) -> None:
+    """The plugin in a user's own MkDocs site: a trace it cannot use is one escaped line."""
+    with zipfile.ZipFile(tmp_path / "two.zip", "w") as archive:
+        archive.writestr(HOSTILE, "garbage\n")
+        archive.writestr("b" + HOSTILE, "garbage\n")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Notes\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: notes\ntheme:\n  name: material\nplugins:\n"
+        "  - tlsite:\n      trace: two.zip\n      prefix: report\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        timeout=TIMEOUT_S,
+    )
+    assert done.returncode == 1
+    _no_escape_from_the_name(done.stdout + done.stderr)
+    assert b"2 logs found" in done.stderr and b"\\x1b]8;;http:" in done.stderr
