@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tlsite.core.cleanup import scratch_folder
+from tlsite.core.cleanup import remove_stale, scratch_folder
 
 #: The scratch repository's name for the target remote.
 _REMOTE = "tlsite"
@@ -121,6 +121,7 @@ def publish_site(
     if not is_built_site(site):
         raise PublishError(f"{site}: not a built site (no index.html)")
     check_branch(branch)
+    remove_stale()  # a killed publish's scratch repository: its .git/config holds the URL
     url = resolve_remote(remote)
     with scratch_folder("publish") as scratch:  # its .git/config holds the URL
         repo = Path(scratch)
