@@ -3,7 +3,9 @@
 Exit codes: 0 the report was built; 1 nothing could be built (the input is missing,
 unreadable or not a trace); 2 usage error (bad flags, an existing output without
 ``--overwrite``, or one ``--overwrite`` must not replace: see :mod:`tlsite.core.output`); 3 the
-report was built but ``--strict`` found skipped lines.
+report was built but ``--strict`` found skipped lines; 130 interrupted (Ctrl-C); 143 terminated
+(SIGTERM). ``tlsite run`` exits with the command's own code when it failed (``128 + N`` when
+signal N ended it).
 """
 
 from __future__ import annotations
@@ -11,9 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import shutil
 import sys
-import tempfile
 import time
 import webbrowser
 from collections.abc import Callable
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tlsite import __version__
+from tlsite.terminal import safe, say
 
 if TYPE_CHECKING:
     from tlsite.core import LogSource, ResolvedInput, Trace
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from tlsite.mkdocs_plugin.prepared import PreparedReport
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
+#: Interrupted (Ctrl-C): what a shell reports for a process SIGINT ended.
+EXIT_INTERRUPTED = 130
 #: From this trace size on, the zip bundle is compressed during the build by a worker
 #: process; below it, the process start costs more than the overlap saves.
 ZIP_WHILE_BUILDING_MIN_BYTES = 16 * 1024 * 1024
@@ -227,14 +230,22 @@ def main(argv: list[str] | None = None) -> int:
     from tlsite.core.allocator import return_big_blocks_on_free
 
     return_big_blocks_on_free()  # this process only: a command `tlsite run` runs is untouched
-    if args.command == "build":
-        return _build_command(args)
-    if args.command == "publish":
-        return _publish_command(args)
-    if args.command == "markdown":
-        return _markdown_command(args)
-    if args.command == "run":
-        return _run_command(args, command)
+    from tlsite.core.cleanup import EXIT_TERMINATED, Terminated, exit_on_sigterm
+
+    exit_on_sigterm()
+    try:
+        if args.command == "build":
+            return _build_command(args)
+        if args.command == "publish":
+            return _publish_command(args)
+        if args.command == "markdown":
+            return _markdown_command(args)
+        if args.command == "run":
+            return _run_command(args, command)
+    except KeyboardInterrupt:  # the staging folder is gone by now: nothing half-written
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except Terminated as exc:  # SIGTERM: the ``finally`` blocks removed the scratch folders
+        return _fail("terminated", int(exc.code or EXIT_TERMINATED))
     return EXIT_USAGE
 
 
@@ -290,7 +301,7 @@ def _bundle_format(args: argparse.Namespace) -> str:
 
 
 def _fail(message: str, code: int) -> int:
-    print(f"tlsite: error: {message}", file=sys.stderr)
+    print(f"tlsite: error: {safe(message)}", file=sys.stderr)
     return code
 
 
@@ -353,7 +364,13 @@ def _serve_command(site: Path, host: str, port: int) -> int:
 
 def _publish_command(args: argparse.Namespace) -> int:
     from tlsite.core import InputError
-    from tlsite.mkdocs_plugin.publish import PublishError, is_built_site, publish_site
+    from tlsite.core.cleanup import scratch_folder
+    from tlsite.mkdocs_plugin.publish import (
+        PublishError,
+        check_branch,
+        is_built_site,
+        publish_site,
+    )
 
     given = Path(args.path)
     redactor = _redactor(args)
@@ -362,7 +379,11 @@ def _publish_command(args: argparse.Namespace) -> int:
     name = redactor.text(given.name) if redactor is not None else given.name
     message = args.message or f"tlsite {__version__}: report of {name}"
     try:
-        with tempfile.TemporaryDirectory(prefix="tlsite-publish-site-") as scratch:
+        check_branch(args.branch)  # before a build that may take minutes
+    except PublishError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    try:
+        with scratch_folder("publish-site") as scratch:
             site = given
             if not is_built_site(given):
                 site = build(
@@ -397,7 +418,7 @@ def _publish_command(args: argparse.Namespace) -> int:
                 "Note: the report is now as public as that repository; it holds your model's "
                 "code and file paths (--redact rewrites home-folder paths)."
             )
-        print("\n".join(lines))
+        say("\n".join(lines))
     return EXIT_OK
 
 
@@ -426,7 +447,7 @@ def _markdown_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
     if not args.quiet:
-        print(
+        say(
             f"Markdown: {out / 'docs'} ({len(pages)} pages, with the theme assets and the "
             f"tlparse files they link to)\nBuild it with: mkdocs build -f {out / 'mkdocs.yml'}"
         )
@@ -436,7 +457,7 @@ def _markdown_command(args: argparse.Namespace) -> int:
 def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     from tlsite.core import InputError
     from tlsite.core.output import OutputRefused
-    from tlsite.run_command import new_trace_dir, run_traced, traced_ranks
+    from tlsite.run_command import CommandError, new_trace_dir, run_traced, traced_ranks
 
     out = Path(args.out).resolve()
     problem = _output_problem(args, [args.trace_dir] if args.trace_dir else [])
@@ -450,7 +471,7 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     else:
         trace_dir = new_trace_dir(out)
     if not args.quiet:
-        print(f"tlsite: running {' '.join(command)} with TORCH_TRACE={trace_dir}", file=sys.stderr)
+        say(f"tlsite: running {' '.join(command)} with TORCH_TRACE={trace_dir}", sys.stderr)
     options = {
         "export_mode": args.export,
         "bundle": _bundle_format(args),
@@ -458,7 +479,13 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         "progress": not args.quiet and sys.stderr.isatty(),
     }
     try:
-        returncode = run_traced(command, trace_dir)
+        finished = run_traced(command, trace_dir)
+    except CommandError as exc:
+        if not args.trace_dir:
+            trace_dir.rmdir()  # made for this run, still empty
+        return _fail(str(exc), exc.code)
+    returncode = EXIT_INTERRUPTED if finished.interrupted else finished.code
+    try:
         ranks = traced_ranks(trace_dir)
         if len(ranks) > 1 and args.rank is None:  # one site for all ranks
             outcome = build(str(trace_dir), out, jobs=args.jobs, **options)
@@ -466,14 +493,16 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
             outcome = build(str(trace_dir), out, latest=True, rank=args.rank, **options)
     except OutputRefused as exc:
         return _fail(str(exc), EXIT_USAGE)
-    except InputError as exc:
-        return _fail(str(exc), EXIT_FAILED)
+    except InputError as exc:  # a failing command's own code says more than ours
+        return _fail(str(exc), returncode or EXIT_FAILED)
     except OSError as exc:
-        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
+        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", returncode or EXIT_FAILED)
     if not args.quiet:
         _print_summary(outcome)
-        print(f"Trace: {trace_dir}")
-        if returncode != 0:
+        say(f"Trace: {trace_dir}")
+        if finished.interrupted:
+            print("Note: the command was interrupted; the report shows what it logged until then.")
+        elif returncode != 0:
             print(f"Note: the command exited with {returncode}; the report shows what it logged.")
     if not args.no_browser and _can_open_browser():
         webbrowser.open((outcome.site / "index.html").resolve().as_uri())
@@ -509,6 +538,7 @@ def build(
     read raises :class:`~tlsite.core.InputError`.
     """
     from tlsite.core import InputError, Trace, resolve_input, select_log
+    from tlsite.core.cleanup import remove_stale
     from tlsite.core.output import check_replaceable
     from tlsite.core.redact import redacted_source, redaction_note, redaction_summary
     from tlsite.mkdocs_plugin.build import build_report
@@ -520,6 +550,8 @@ def build(
     fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
     check_replaceable(out, inputs=[path], bundle=fmt)
     out.parent.mkdir(parents=True, exist_ok=True)
+    for folder in (out.parent, None):  # what killed builds left (the temporary folder: None)
+        remove_stale(folder)
     with Progress(enabled=progress) as bar, resolve_input(path, latest=latest) as resolved:
         rank_logs = all(log.rank is not None for log in resolved.logs)
         several = resolved.is_multi_rank and len(resolved.logs) > 1
@@ -617,6 +649,7 @@ def _read_log(
     into ``files_dir`` and hands back the prepared report (see
     :mod:`tlsite.mkdocs_plugin.prepare_process`)."""
     from tlsite.core import PayloadStore, load_source
+    from tlsite.core.cleanup import make_scratch, remove_scratch
     from tlsite.core.render.highlight import Highlighter
     from tlsite.core.render.pages import highlight_ahead
     from tlsite.mkdocs_plugin.prepare_process import ReadRequest, read_in_helper
@@ -625,7 +658,7 @@ def _read_log(
         trace = load_source(log, export_mode=export_mode, on_bytes=on_bytes)
         trace.notes.extend(notes)
         return trace, None
-    store_root = tempfile.mkdtemp(prefix="tlsite-store-")
+    store_root = str(make_scratch("store"))
     highlighter = Highlighter(Path(store_root) / "highlight")
     highlighter.start()
     try:
@@ -644,7 +677,7 @@ def _read_log(
         )
     except BaseException:
         highlighter.close()
-        shutil.rmtree(store_root, ignore_errors=True)
+        remove_scratch(store_root)
         raise
     trace.notes.extend(notes)
     return trace, highlighter
@@ -719,8 +752,9 @@ def _build_in_staging(
     process start). A build that fails at any step leaves the previous report and bundle.
     """
     from tlsite.core.bundle import ZipWriter, write_bundle
+    from tlsite.core.cleanup import make_scratch, remove_scratch
 
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    staging = make_scratch("staging", out.parent, prefix=f".{out.name}.")
     zipper: ZipWriter | None = None
     try:
         site = staging / out.name  # the bundle's top folder is named after the site
@@ -742,7 +776,7 @@ def _build_in_staging(
     finally:
         if zipper is not None:
             zipper.abort()
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_scratch(staging)
     return archive, size
 
 
@@ -751,9 +785,11 @@ def _swap_into_place(built: Path, out: Path) -> None:
 
     The old ``out`` is moved aside first, and moved back if ``built`` cannot take its place.
     """
+    from tlsite.core.cleanup import mark_for_removal, remove_scratch
+
     old = None
     if out.exists() or out.is_symlink():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        old = out.with_name(f".{out.name}.tlsite-old-{os.getpid()}")
         os.replace(out, old)
     try:
         os.replace(built, out)
@@ -764,7 +800,8 @@ def _swap_into_place(built: Path, out: Path) -> None:
     if old is None:
         return
     if old.is_dir() and not old.is_symlink():
-        shutil.rmtree(old, ignore_errors=True)
+        mark_for_removal(old)  # a build killed while this is removed leaves it to the next build
+        remove_scratch(old)
     else:
         old.unlink(missing_ok=True)
 
@@ -797,7 +834,7 @@ def _print_summary(outcome: BuildOutcome) -> None:
         "Note: a trace contains your model's source code and file paths; share it knowingly."
     )
     lines.append(f"Built in {outcome.seconds:.1f} s.")
-    print("\n".join(lines))
+    say("\n".join(lines))
 
 
 def _can_open_browser() -> bool:

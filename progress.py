@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
+from tlsite.terminal import markup_safe
+
 #: The unit of a stage that counts bytes (shown in MB, not as raw byte counts).
 BYTES = "bytes"
 
@@ -54,7 +56,7 @@ class Progress:
             return
         if self._task is not None:
             self._progress.update(self._task, visible=False)
-        self._task = self._progress.add_task(text, total=total, unit=unit)
+        self._task = self._progress.add_task(markup_safe(text), total=total, unit=unit)
 
     def advance(self, amount: float = 1) -> None:
         if self._progress is not None and self._task is not None:

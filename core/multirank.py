@@ -23,7 +23,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -34,6 +33,7 @@ from typing import Any
 from . import load_source
 from .analysis.collectives import parity
 from .analysis.compile_time import compile_times
+from .cleanup import make_scratch, remove_scratch
 from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
 from .source import LogSource, ResolvedInput, _rank_of
@@ -397,7 +397,7 @@ class RankSet:
 
     def close(self) -> None:
         if self.owned:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            remove_scratch(self.workdir)
 
     def __enter__(self) -> RankSet:
         return self
@@ -485,7 +485,7 @@ def load_ranks(
     Empty rank logs, which the resolver skips, are included as ranks with ``empty=True``.
     """
     owned = workdir is None
-    work = Path(tempfile.mkdtemp(prefix="tlsite-ranks-") if owned else workdir)  # type: ignore[arg-type]
+    work = make_scratch("ranks") if owned else Path(workdir)  # type: ignore[arg-type]
     work.mkdir(parents=True, exist_ok=True)
     tasks = [
         _Task(rank, log.portable(), str(work), export_mode, per_rank)
@@ -516,7 +516,7 @@ def load_ranks(
                         on_rank(summaries[-1])
     except BaseException:
         if owned:
-            shutil.rmtree(work, ignore_errors=True)
+            remove_scratch(work)
         raise
     summaries.sort(key=lambda s: s.rank)
     taken = {f"{name}: empty" for name in empties.values()}

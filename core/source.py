@@ -27,18 +27,18 @@ import io
 import lzma
 import os
 import re
-import shutil
 import stat
 import sys
-import tempfile
 import time
 import weakref
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import BinaryIO
+
+from .cleanup import make_scratch, remove_scratch
 
 DEFAULT_MAX_UNPACKED_BYTES = 8 << 30
 """Most bytes we unpack from one archive (the logs we read, not the whole archive)."""
@@ -78,8 +78,8 @@ class _Scratch:
     """A private temporary directory, removed on close(), on garbage collection or at exit."""
 
     def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="tlsite-input-"))
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, ignore_errors=True)
+        self.path = make_scratch("input")
+        self._finalizer = weakref.finalize(self, remove_scratch, self.path)
 
     def close(self) -> None:
         self._finalizer()

@@ -12,11 +12,11 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
+
+from .cleanup import make_scratch, remove_scratch
 
 #: How many decoded JSON payloads :meth:`PayloadStore.read_json` keeps.
 DECODED_KEPT = 8
@@ -37,7 +37,7 @@ class PayloadStore:
         """``root``: the store's folder (default: a new temporary one, removed by
         :meth:`close`); ``owned``: remove a given ``root`` on close too."""
         self._owned = root is None or owned
-        self.root = Path(tempfile.mkdtemp(prefix="tlsite-store-") if root is None else root)
+        self.root = make_scratch("store") if root is None else Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.pack_path = self.root / "payloads.pack"
         #: The pack's path as text: one string shared by the thousands of code blocks that
@@ -117,7 +117,7 @@ class PayloadStore:
                 handle.close()
         self._writer = self._reader = None
         if self._owned:
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_scratch(self.root)
 
     def __del__(self) -> None:  # best effort: temporary stores do not outlive the model
         with contextlib.suppress(Exception):

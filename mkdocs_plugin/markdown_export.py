@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -27,6 +26,13 @@ from mkdocs.theme import Theme
 from mkdocs.utils import get_relative_url
 
 from tlsite.core import InputError, load_source, resolve_input, select_log
+from tlsite.core.cleanup import (
+    make_scratch,
+    mark_for_removal,
+    remove_scratch,
+    remove_stale,
+    unmark,
+)
 from tlsite.core.model import Trace
 from tlsite.core.output import MARKDOWN_HEADER, check_replaceable
 from tlsite.core.redact import Redactor, redacted_source, redaction_note
@@ -57,18 +63,22 @@ def write_markdown_tree(
     out = out.resolve()
     check_replaceable(out, inputs=inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    for folder in (out.parent, None):  # what killed exports left (None: the temporary folder)
+        remove_stale(folder)
+    staging = make_scratch("staging", out.parent, prefix=f".{out.name}.")
     try:
         pages = _write(trace, staging, raw_log=raw_log, site_name=site_name)
         old = None
         if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            old = out.with_name(f".{out.name}.tlsite-old-{os.getpid()}")
             os.replace(out, old)
+        unmark(staging)  # it becomes the output
         os.replace(staging, out)
         if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            mark_for_removal(old)
+            remove_scratch(old)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_scratch(staging)
     return pages
 
 

@@ -12,7 +12,6 @@ import io
 import logging
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from mkdocs.plugins import BasePlugin
 
 from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.divergence import analyse
+from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
 from tlsite.core.multirank import RankSummary, job_ranks, load_ranks
 from tlsite.core.redact import Redactor, redaction_note
@@ -137,7 +137,7 @@ class _LandingPolicy(BasePlugin):
 def _build_landing(markdown: str, site_dir: Path, *, title: str) -> None:
     """Build the landing page as its own small site and move it into ``site_dir``'s root."""
     logging.getLogger("mkdocs").setLevel(logging.ERROR)
-    with tempfile.TemporaryDirectory(prefix="tlsite-landing-") as scratch:
+    with scratch_folder("landing") as scratch:
         docs = Path(scratch) / "docs"
         docs.mkdir()
         (docs / "index.md").write_text(markdown, encoding="utf-8")

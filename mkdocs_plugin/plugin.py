@@ -25,11 +25,12 @@ from material.plugins.search.plugin import SearchIndex
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import nest_paths
 
-from tlsite.core import ResolvedInput, load_source, resolve_input, select_log
+from tlsite.core import InputError, ResolvedInput, load_source, resolve_input, select_log
 from tlsite.core.model import Trace
 from tlsite.core.redact import MODES, Redactor, redacted_source, redaction_note
 from tlsite.core.render.compat import CompatWriter
@@ -37,6 +38,7 @@ from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
 from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef, PayloadStore
+from tlsite.terminal import safe
 
 from .csp import add_csp, add_csp_to_template
 from .deferred_page import DeferredPage
@@ -116,7 +118,10 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     @property
     def trace(self) -> Trace:
         if self._trace is None:
-            self._trace = self._load()
+            try:
+                self._trace = self._load()
+            except InputError as exc:  # one line, escaped as the CLI prints it: no traceback
+                raise PluginError(safe(str(exc))) from exc
         return self._trace
 
     def _trace_path(self) -> str:

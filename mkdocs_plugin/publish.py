@@ -17,9 +17,10 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tlsite.core.cleanup import remove_stale, scratch_folder
 
 #: The scratch repository's name for the target remote.
 _REMOTE = "tlsite"
@@ -32,15 +33,45 @@ _GITHUB = re.compile(
 )
 
 
+#: The user information of a URL (``https://user:TOKEN@host``, ``https://TOKEN@host``).
+_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
+#: A secret passed as a URL query parameter (``?access_token=…``).
+_QUERY_SECRET = re.compile(
+    r"(?P<key>[?&](?:access_token|token|private_token|password|passwd|pass|key|secret)=)[\w.~%+=-]+",
+    re.IGNORECASE,
+)
+
+
 class PublishError(Exception):
-    """Publishing failed; the message says why in one line (git's own words when it failed)."""
+    """Publishing failed; the message says why in one line (git's own words when it failed),
+    with any credentials of the remote's URL left out."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact_credentials(message))
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with the credentials of every URL in it replaced by ``***``: the token of
+    ``https://user:TOKEN@github.com/…`` is a password, and messages end up in CI logs."""
+    text = _USERINFO.sub(r"\g<scheme>***@", text)
+    return _QUERY_SECRET.sub(r"\g<key>***", text)
+
+
+def check_branch(branch: str) -> None:
+    """Refuse a name git would not accept for a new branch (``HEAD``, ``a..b``, ``-x``): pushed
+    as ``refs/heads/<name>``, it would make a ref no one can check out or delete by name."""
+    if branch == "HEAD" or branch.startswith("-"):
+        raise PublishError(f"--branch {branch}: not a valid branch name")
+    done = _git(["check-ref-format", "--branch", branch], Path.cwd(), check=False)
+    if done.returncode != 0 or done.stdout.strip() != branch:
+        raise PublishError(f"--branch {branch}: not a valid branch name")
 
 
 @dataclass
 class Published:
     """Where a report went."""
 
-    remote: str  # the URL or path pushed to
+    remote: str  # the URL or path pushed to, without its credentials
     branch: str
     commit: str
     pages_url: str | None
@@ -89,8 +120,10 @@ def publish_site(
     """Commit the folder ``site`` (plus ``.nojekyll``) to ``branch`` of ``remote`` and push it."""
     if not is_built_site(site):
         raise PublishError(f"{site}: not a built site (no index.html)")
+    check_branch(branch)
+    remove_stale()  # a killed publish's scratch repository: its .git/config holds the URL
     url = resolve_remote(remote)
-    with tempfile.TemporaryDirectory(prefix="tlsite-publish-") as scratch:
+    with scratch_folder("publish") as scratch:  # its .git/config holds the URL
         repo = Path(scratch)
         _git(["init", "-q"], repo)
         _git(["remote", "add", _REMOTE, url], repo)
@@ -117,18 +150,22 @@ def publish_site(
         ]
         if no_history:
             command.append("--no-history")
-        done = subprocess.run(
-            command,
-            cwd=repo,
-            env=_identity_env(repo),
-            capture_output=True,
-            text=True,
-            timeout=_GIT_TIMEOUT_S,
-        )
+        try:
+            done = subprocess.run(
+                command,
+                cwd=repo,
+                env=_identity_env(repo),
+                capture_output=True,
+                text=True,
+                timeout=_GIT_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired as exc:  # its text holds the command: no traceback
+            raise PublishError(f"ghp-import gave no answer in {_GIT_TIMEOUT_S} s") from exc
         if done.returncode != 0:
             raise PublishError(f"ghp-import failed: {_last_line(done.stderr or done.stdout)}")
         commit = _git(["rev-parse", f"refs/heads/{branch}"], repo).stdout.strip()
-    return Published(remote=url, branch=branch, commit=commit, pages_url=pages_url(url))
+    shown = redact_credentials(url)
+    return Published(remote=shown, branch=branch, commit=commit, pages_url=pages_url(shown))
 
 
 def _identity_env(repo: Path) -> dict[str, str]:
@@ -150,6 +187,8 @@ def _git(args: list[str], cwd: Path, *, check: bool = True) -> subprocess.Comple
         )
     except FileNotFoundError as exc:
         raise PublishError("git is not installed (publishing needs it)") from exc
+    except subprocess.TimeoutExpired as exc:  # its text holds the URL: no traceback
+        raise PublishError(f"git {args[0]} gave no answer in {_GIT_TIMEOUT_S} s") from exc
     if check and done.returncode != 0:
         raise PublishError(f"git {args[0]} failed: {_last_line(done.stderr)}")
     return done

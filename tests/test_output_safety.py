@@ -342,7 +342,7 @@ def test_a_failed_swap_puts_the_old_report_back(
     real = os.replace
 
     def replace(src: Any, dst: Any) -> None:
-        if Path(dst) == out and ".old-" not in Path(src).name:
+        if Path(dst) == out and "tlsite-old-" not in Path(src).name:
             raise OSError(5, "Input/output error")
         real(src, dst)
 

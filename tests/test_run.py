@@ -105,4 +105,4 @@ def test_usage_and_no_trace(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "wrote no trace" in done.stderr
     done = tlsite_run("-o", "r", "--", "no-such-command-xyz", cwd=tmp_path)
-    assert done.returncode == 1 and "command not found" in done.stderr
+    assert done.returncode == 127 and "command not found" in done.stderr
