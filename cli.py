@@ -450,7 +450,7 @@ def build(
             log = redacted_source(log, redactor)
             notes = [redactor.text(note) for note in notes]
         fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
-        raw_log = Path(log.plain_path) if log.plain_path else log.chunks
+        raw_log = log
         made: list[Trace | PreparedReport] = []
 
         def make_site(

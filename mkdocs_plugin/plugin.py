@@ -151,7 +151,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         trace.notes.append(redaction_note(redactor))
         # raw.log must be the redacted log too; the log stays readable until the build ends
         self._resolved = resolved
-        self._raw_log = log.chunks
+        self._raw_log = log
         return trace
 
     @property
