@@ -311,6 +311,7 @@ def _publish_command(args: argparse.Namespace) -> int:
             f"Published to branch {published.branch} of {published.remote} "
             f"(commit {published.commit[:12]})."
         ]
+        lines.extend(published.skipped)
         if published.pages_url:
             lines.append(
                 f"Pages URL: {published.pages_url} (once GitHub Pages serves the "
@@ -502,7 +503,7 @@ def build(
         bundle=archive,
         bundle_size=size,
         seconds=time.perf_counter() - started,
-        summary=stats.summary(),
+        summary="\n".join([*resolved.skipped, stats.summary()]),
         clean=stats.is_clean,
         bundle_format=fmt,
     )
@@ -593,7 +594,7 @@ def _build_all_ranks(
 
     archive, size = _build_in_staging(out, fmt, bar, make_site)
     outcome = outcomes[0]
-    lines = [outcome.summaries[r] for r in sorted(outcome.summaries)]
+    lines = [*resolved.skipped, *(outcome.summaries[r] for r in sorted(outcome.summaries))]
     if resolved.ignored:
         lines.append("Not rank logs, ignored: " + ", ".join(resolved.ignored))
     return BuildOutcome(

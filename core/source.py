@@ -155,6 +155,8 @@ class ResolvedInput:
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     is_multi_rank: bool = False
+    skipped: list[str] = field(default_factory=list)
+    """Links leading out of an input folder, left unread: one line each, naming the link."""
     _scratch: list[_Scratch] = field(default_factory=list, repr=False, compare=False)
 
     def close(self) -> None:
@@ -591,7 +593,12 @@ class _ZipMemberOpener:
 
 
 def _choose(
-    shown: str, files: list[_Entry], looked_at: int, latest: bool, archive: bool
+    shown: str,
+    files: list[_Entry],
+    looked_at: int,
+    latest: bool,
+    archive: bool,
+    skipped: list[str] | None = None,
 ) -> _Choice:
     """Apply the rules: one log → it; --latest → newest; rank logs → all; else ask the user."""
     ignored: list[str] = []
@@ -605,7 +612,8 @@ def _choose(
             candidates.append(entry)
     if not candidates:
         what = "members" if archive else "files"
-        detail = f": {_short_list(ignored, '; ')}" if ignored else ""
+        shown_ignored = (skipped or []) + ignored
+        detail = f": {_short_list(shown_ignored, '; ')}" if shown_ignored else ""
         raise InputError(f"{shown}: no trace logs found (looked at {looked_at} {what}{detail})")
     if len(candidates) == 1:
         only = candidates[0]
@@ -735,7 +743,7 @@ def is_inside(path: str, root: str) -> bool:
 
 def _resolve_dir(shown: str, latest: bool) -> ResolvedInput:
     files, ignored, skipped, looked_at = _scan_dir(shown)
-    choice = _choose(shown, files, looked_at, latest, archive=False)
+    choice = _choose(shown, files, looked_at, latest, archive=False, skipped=skipped)
     logs = []
     for entry, rank in choice.chosen:
         where = os.path.join(shown, entry.name)
@@ -749,6 +757,7 @@ def _resolve_dir(shown: str, latest: bool) -> ResolvedInput:
         ignored=sorted(ignored + choice.ignored),
         notes=skipped + choice.notes,
         is_multi_rank=choice.multi_rank,
+        skipped=skipped,
     )
 
 

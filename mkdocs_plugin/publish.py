@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from tlsite.core.source import is_inside
 
 #: The scratch repository's name for the target remote.
 _REMOTE = "tlsite"
@@ -44,6 +47,7 @@ class Published:
     branch: str
     commit: str
     pages_url: str | None
+    skipped: list[str] = field(default_factory=list)  # one line per link left out
 
 
 def is_built_site(path: Path) -> bool:
@@ -90,8 +94,15 @@ def publish_site(
     if not is_built_site(site):
         raise PublishError(f"{site}: not a built site (no index.html)")
     url = resolve_remote(remote)
+    outside = links_outside(site)
+    skipped = [
+        f"{site / name}: a link to outside the site folder; not published" for name in outside
+    ]
     with tempfile.TemporaryDirectory(prefix="tlsite-publish-") as scratch:
-        repo = Path(scratch)
+        repo = Path(scratch) / "repo"
+        repo.mkdir()
+        if outside:  # ghp-import would push what they point at: publish a copy without them
+            site = _copy_without(site, Path(scratch) / "site", set(outside))
         _git(["init", "-q"], repo)
         _git(["remote", "add", _REMOTE, url], repo)
         heads = _git(["ls-remote", "--heads", _REMOTE, branch], repo, check=False)
@@ -128,7 +139,37 @@ def publish_site(
         if done.returncode != 0:
             raise PublishError(f"ghp-import failed: {_last_line(done.stderr or done.stdout)}")
         commit = _git(["rev-parse", f"refs/heads/{branch}"], repo).stdout.strip()
-    return Published(remote=url, branch=branch, commit=commit, pages_url=pages_url(url))
+    return Published(url, branch, commit, pages_url(url), skipped)
+
+
+def links_outside(site: Path) -> list[str]:
+    """The symlinks in ``site`` (files or folders) that lead out of it, as paths under it."""
+    root = os.path.realpath(site)
+    found = []
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            path = os.path.join(folder, name)
+            if os.path.islink(path) and not is_inside(os.path.realpath(path), root):
+                found.append(os.path.relpath(path, root))
+    return sorted(found)
+
+
+def _copy_without(site: Path, dest: Path, leave_out: set[str]) -> Path:
+    """A copy of ``site`` (hard links where it can) without the paths in ``leave_out``."""
+    root = os.path.realpath(site)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        rel = os.path.relpath(folder, root)
+        return {n for n in names if os.path.normpath(os.path.join(rel, n)) in leave_out}
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(root, dest, ignore=ignore, copy_function=link_or_copy)
+    return dest
 
 
 def _identity_env(repo: Path) -> dict[str, str]:
