@@ -542,13 +542,14 @@ class _FileOpener:
     limit: int | None = None  # most unpacked bytes (gzip inside an archive)
 
     def __call__(self) -> BinaryIO:
+        unbuffered = self.size is not None  # buffered once, by the guard
         try:
-            f = open(self.path, "rb")  # noqa: SIM115 - the caller closes the stream
+            f = open(self.path, "rb", buffering=0 if unbuffered else -1)  # noqa: SIM115
         except OSError as exc:
             raise InputError(f"{self.display}: {_reason(exc)}") from exc
-        stream: BinaryIO = f
+        stream: BinaryIO = f  # type: ignore[assignment]
         if self.size is not None:
-            stream = _guarded(f, self.display, stop_at=self.size)
+            stream = _guarded(f, self.display, stop_at=self.size)  # type: ignore[arg-type]
         if self.gzipped:
             breaks = self.breaks if self.breaks is not None else []
             return _gunzipped(stream, self.display, breaks, self.limit)
