@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import zipfile
 import zlib
@@ -298,3 +299,27 @@ def test_a_gz_that_is_not_gzip_at_all_is_still_refused(tmp_path: Path) -> None:
     bad.write_bytes(b"\x1f\x8b" + os.urandom(64))
     with pytest.raises(InputError, match=r"bad\.log\.gz: corrupt gzip data"):
         resolve_input(bad)
+
+
+@pytest.mark.slow
+def test_a_site_embedding_a_gz_trace_gets_the_log_bytes_in_raw_log(tmp_path: Path) -> None:
+    """The plugin in a user's MkDocs site: raw.log is the log that was read, not the .gz."""
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "index.md").write_text("# Notes\n")
+    (project / "trace.log.gz").write_bytes(gzip.compress(SIMPLE.read_bytes()))
+    (project / "mkdocs.yml").write_text(
+        "site_name: notes\ntheme:\n  name: material\n"
+        "plugins:\n  - search\n  - tlsite:\n      trace: trace.log.gz\n      prefix: report\n"
+    )
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (project / "site" / "report" / "raw.log").read_bytes() == SIMPLE.read_bytes()
