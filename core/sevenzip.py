@@ -33,6 +33,7 @@ from .source import (
     _Limits,
     _read_head,
     _Scratch,
+    _unpacked_size,
     archive_budget,
 )
 
@@ -147,7 +148,8 @@ def _resolve_open_7z(
             breaks: list[str] = []
             limit = _inner_limit(budget, choice.chosen, entry)
             opener = _FileOpener(file, display, gzipped, scratch, None, breaks, limit)
-            logs.append(LogSource(display, opener, rank, entry.size, breaks))
+            size = _unpacked_size(opener) if gzipped else entry.size
+            logs.append(LogSource(display, opener, rank, size, breaks))
     except BaseException:
         scratch.close()
         raise

@@ -847,6 +847,16 @@ def _check_unpacked(shown: str, chosen: list[tuple[_Entry, int | None]], budget:
         )
 
 
+def _unpacked_size(opener: Callable[[], BinaryIO]) -> int:
+    """Gunzip a log inside an archive once, without parsing it: a bomb is refused in the time
+    decompression takes (not parsing), and the progress bar gets the true size."""
+    size = 0
+    with opener() as stream:
+        while chunk := stream.read(_CHUNK):
+            size += len(chunk)
+    return size
+
+
 def _inner_limit(budget: int, chosen: list[tuple[_Entry, int | None]], entry: _Entry) -> int:
     """What a gzip log inside an archive may unpack to: the budget less the other logs."""
     return budget - sum(other.size for other, _ in chosen if other is not entry)
@@ -910,7 +920,8 @@ def _resolve_open_zip(
         opener = _ZipMemberOpener(
             path, entry.name, display, gzipped, entry.size, keep_alive, breaks, limit
         )
-        logs.append(LogSource(display, opener, rank, entry.size, breaks))
+        size = _unpacked_size(opener) if gzipped else entry.size
+        logs.append(LogSource(display, opener, rank, size, breaks))
     return ResolvedInput(
         logs=logs, ignored=choice.ignored, notes=choice.notes, is_multi_rank=choice.multi_rank
     )
