@@ -257,6 +257,7 @@ def test_a_gz_cut_in_half_builds_from_what_decompressed(tmp_path: Path) -> None:
     assert not outcome.clean  # --strict says the input was not whole
     health = (tmp_path / "site" / "health.html").read_text()
     assert "the gzip data ends early" in health
+    assert re.search(r"<h2[^>]*>Where", health)  # a heading, not a row of the findings table
 
 
 def test_a_gz_cut_inside_a_zip_builds_from_what_decompressed(tmp_path: Path) -> None:
