@@ -74,6 +74,25 @@ def test_a_folder_link_to_a_file_outside_is_skipped_with_a_line_naming_it(
     assert first == f"{link}: a link to outside the folder; skipped"
 
 
+@pytest.mark.slow
+def test_a_rank_log_linking_outside_the_folder_is_not_a_rank_of_the_site(tmp_path: Path) -> None:
+    ranks = TLPARSE_INPUTS / "multi_rank_logs"
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for rank in (0, 2):
+        name = f"dedicated_log_torch_trace_rank_{rank}.log"
+        shutil.copy(ranks / name, folder / name)
+    link = folder / "dedicated_log_torch_trace_rank_1.log"
+    link.symlink_to(_secret_trace(tmp_path / "outside.log"))
+
+    outcome = build(str(folder), tmp_path / "site", bundle="zip")
+
+    assert outcome.summary.splitlines()[0] == f"{link}: a link to outside the folder; skipped"
+    assert (tmp_path / "site" / "rank_0").is_dir() and (tmp_path / "site" / "rank_2").is_dir()
+    assert not (tmp_path / "site" / "rank_1").exists()
+    assert SECRET.strip() not in _zip_text(outcome.bundle)
+
+
 def test_a_folder_holding_only_a_link_outside_reads_nothing_and_says_why(tmp_path: Path) -> None:
     folder = tmp_path / "logs"
     folder.mkdir()
