@@ -14,7 +14,15 @@ stream of decompressed log bytes, so the reader may make more than one pass.
 Formats are recognised by their magic bytes, so a renamed archive still works. Archives are
 untrusted: a member that could escape a directory (absolute, ``..``, NUL, drive letter) or is a
 symlink makes the whole archive refused, and both the number of entries and the unpacked size of
-the members we read are capped (declared sizes are checked first, bytes are counted while reading).
+the members we read are capped (declared sizes are checked first, bytes are counted while reading,
+a gzip log inside an archive is gunzipped once at resolve time to count its layer too, and an
+archive may not unpack to more than ``MAX_RATIO`` times its size). In a directory, a symlink
+leading out of it is skipped with a line that names it.
+
+What is read is fixed when the log is chosen: a plain file is read up to the size it had then
+(a log still being written gives the same bytes to the reader and to ``raw.log``), and a cut
+or damaged gzip stream or zip member ends the log where it breaks, noted in
+``LogSource.breaks``, instead of losing everything.
 Every problem becomes an ``InputError`` of one line that names the path.
 """
 
