@@ -408,6 +408,7 @@ def _publish_command(args: argparse.Namespace) -> int:
             f"Published to branch {published.branch} of {published.remote} "
             f"(commit {published.commit[:12]})."
         ]
+        lines.extend(published.skipped)
         if published.pages_url:
             lines.append(
                 f"Pages URL: {published.pages_url} (once GitHub Pages serves the "
@@ -571,7 +572,7 @@ def build(
         if redactor is not None:
             log = redacted_source(log, redactor)
             notes = [redactor.text(note) for note in notes]
-        raw_log = Path(log.plain_path) if log.plain_path else log.chunks
+        raw_log = log
         made: list[Trace | PreparedReport] = []
         found: list[str] = []
 
@@ -629,7 +630,7 @@ def build(
         bundle=archive,
         bundle_size=size,
         seconds=time.perf_counter() - started,
-        summary=f"{stats.summary()}\nFound: {found[0]}",
+        summary="\n".join([*resolved.skipped, stats.summary(), f"Found: {found[0]}"]),
         clean=stats.is_clean,
         bundle_format=fmt,
     )
@@ -721,7 +722,7 @@ def _build_all_ranks(
 
     archive, size = _build_in_staging(out, fmt, bar, make_site)
     outcome = outcomes[0]
-    lines = [outcome.summaries[r] for r in sorted(outcome.summaries)]
+    lines = [*resolved.skipped, *(outcome.summaries[r] for r in sorted(outcome.summaries))]
     if resolved.ignored:
         lines.append("Not rank logs, ignored: " + ", ".join(resolved.ignored))
     return BuildOutcome(

@@ -67,6 +67,8 @@ def load_source(
             export_mode=export_mode,
             on_artifact=on_artifact,
         )
+    for line in source.breaks:  # the log broke off: the last line read is where
+        trace.stats.find("input_cut", trace.stats.total_lines, line)
     return trace
 
 

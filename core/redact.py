@@ -162,6 +162,7 @@ def redacted_source(log: LogSource, redactor: Redactor) -> LogSource:
         opener=lambda: redactor.open(log.open),
         rank=log.rank,
         size_hint=log.size_hint,
+        breaks=log.breaks,
     )
 
 

@@ -29,9 +29,12 @@ from .source import (
     _FileOpener,
     _gzip_or_plain,
     _human,
+    _inner_limit,
     _Limits,
     _read_head,
     _Scratch,
+    _unpacked_size,
+    archive_budget,
 )
 
 _7Z_ERRORS = (
@@ -108,13 +111,13 @@ class _CappedWriterFactory(py7zr.io.WriterFactory):
 def resolve_7z(path: str, shown: str, label: str, latest: bool, limits: _Limits) -> ResolvedInput:
     try:
         with py7zr.SevenZipFile(path, "r") as sz:
-            return _resolve_open_7z(sz, shown, label, latest, limits)
+            return _resolve_open_7z(sz, path, shown, label, latest, limits)
     except _7Z_ERRORS as exc:
         raise InputError(f"{shown}: corrupt or unsupported 7z archive ({exc})") from exc
 
 
 def _resolve_open_7z(
-    sz: py7zr.SevenZipFile, shown: str, label: str, latest: bool, limits: _Limits
+    sz: py7zr.SevenZipFile, path: str, shown: str, label: str, latest: bool, limits: _Limits
 ) -> ResolvedInput:
     if sz.needs_password():
         raise InputError(f"{shown}: encrypted 7z archives are not supported")
@@ -131,18 +134,22 @@ def _resolve_open_7z(
         for fi in members
     ]
     choice = _choose(shown, files, len(members), latest, archive=True)
-    _check_unpacked(shown, choice.chosen, limits)
+    budget = archive_budget(path, limits)
+    _check_unpacked(shown, choice.chosen, budget)
     scratch = _Scratch()
     try:
-        extracted = _extract_7z(sz, shown, [e.name for e, _ in choice.chosen], scratch, limits)
+        extracted = _extract_7z(sz, shown, [e.name for e, _ in choice.chosen], scratch, budget)
         logs = []
         for entry, rank in choice.chosen:
             display = f"{label}:{entry.name}"
             file = str(extracted[entry.name])
             head = _read_head(file, display)
             gzipped = _gzip_or_plain(display, head, functools.partial(open, file, "rb"))
-            opener = _FileOpener(file, display, gzipped, scratch)
-            logs.append(LogSource(display, opener, rank, entry.size))
+            breaks: list[str] = []
+            limit = _inner_limit(budget, choice.chosen, entry)
+            opener = _FileOpener(file, display, gzipped, scratch, None, breaks, limit)
+            size = _unpacked_size(opener) if gzipped else entry.size
+            logs.append(LogSource(display, opener, rank, size, breaks))
     except BaseException:
         scratch.close()
         raise
@@ -156,17 +163,17 @@ def _resolve_open_7z(
 
 
 def _extract_7z(
-    sz: py7zr.SevenZipFile, shown: str, names: list[str], scratch: _Scratch, limits: _Limits
+    sz: py7zr.SevenZipFile, shown: str, names: list[str], scratch: _Scratch, budget: int
 ) -> dict[str, Path]:
     """Extract the named members into ``scratch``; returns member name → file on disk."""
     root = scratch.path / "extract"
     root.mkdir()
-    factory = _CappedWriterFactory(scratch.path, limits.max_unpacked_bytes)
+    factory = _CappedWriterFactory(scratch.path, budget)
     try:
         sz.extract(path=root, targets=names, factory=factory)
     except _OverBudget as exc:
         raise InputError(
-            f"{shown}: unpacks to more than the {_human(limits.max_unpacked_bytes)} limit; refused"
+            f"{shown}: unpacks to more than the {_human(budget)} limit; refused"
         ) from exc
     extracted: dict[str, Path] = {}
     for name in names:

@@ -14,7 +14,15 @@ stream of decompressed log bytes, so the reader may make more than one pass.
 Formats are recognised by their magic bytes, so a renamed archive still works. Archives are
 untrusted: a member that could escape a directory (absolute, ``..``, NUL, drive letter) or is a
 symlink makes the whole archive refused, and both the number of entries and the unpacked size of
-the members we read are capped (declared sizes are checked first, bytes are counted while reading).
+the members we read are capped (declared sizes are checked first, bytes are counted while reading,
+a gzip log inside an archive is gunzipped once at resolve time to count its layer too, and an
+archive may not unpack to more than ``MAX_RATIO`` times its size). In a directory, a symlink
+leading out of it is skipped with a line that names it.
+
+What is read is fixed when the log is chosen: a plain file is read up to the size it had then
+(a log still being written gives the same bytes to the reader and to ``raw.log``), and a cut
+or damaged gzip stream or zip member ends the log where it breaks, noted in
+``LogSource.breaks``, instead of losing everything.
 Every problem becomes an ``InputError`` of one line that names the path.
 """
 
@@ -22,7 +30,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import gzip
 import io
 import lzma
 import os
@@ -42,6 +49,14 @@ from .cleanup import make_scratch, remove_scratch
 
 DEFAULT_MAX_UNPACKED_BYTES = 8 << 30
 """Most bytes we unpack from one archive (the logs we read, not the whole archive)."""
+
+MAX_RATIO = 1100
+"""Most bytes an archive's logs may unpack to per byte of the archive. One layer of deflate
+tops out near 1032, so this stops a .gz inside a .zip (or a .zip inside a .gz) compressing
+nothing but repetition, not a real trace."""
+
+RATIO_FLOOR = 256 << 20
+"""Below this many unpacked bytes the ratio is not checked (a tiny archive of a small log)."""
 
 DEFAULT_MAX_ENTRIES = 10_000
 """Most entries an archive may list; log bundles have a handful, bombs have millions."""
@@ -93,6 +108,9 @@ class LogSource:
     opener: Callable[[], BinaryIO]
     rank: int | None = None
     size_hint: int | None = None
+    breaks: list[str] = field(default_factory=list, compare=False)
+    """Where the data broke off (a cut or damaged gzip stream or archive member), one line each;
+    the log is read up to there."""
 
     def open(self) -> BinaryIO:
         return self.opener()
@@ -111,6 +129,18 @@ class LogSource:
         if getattr(opener, "keep_alive", None) is not None:
             return replace(self, opener=replace(opener, keep_alive=None))  # type: ignore[type-var]
         return self
+
+    def copy_to(self, dest: str | os.PathLike[str]) -> None:
+        """Write the bytes a reader of this log gets into ``dest`` (``raw.log``): a plain file
+        is copied in the kernel, but only as far as the size it had when it was chosen, so
+        a log still being written gives the bytes that were parsed."""
+        opener = self.opener
+        plain = isinstance(opener, _FileOpener) and not opener.gzipped
+        if plain and opener.size is not None and _copy_prefix(opener.path, dest, opener.size):
+            return
+        with open(dest, "wb") as out:
+            for chunk in self.chunks():
+                out.write(chunk)
 
     @property
     def plain_path(self) -> str | None:
@@ -133,6 +163,8 @@ class ResolvedInput:
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     is_multi_rank: bool = False
+    skipped: list[str] = field(default_factory=list)
+    """Links leading out of an input folder, left unread: one line each, naming the link."""
     _scratch: list[_Scratch] = field(default_factory=list, repr=False, compare=False)
 
     def close(self) -> None:
@@ -283,11 +315,14 @@ def _gzip_or_plain(where: str, head: bytes, open_raw: Callable[[], BinaryIO]) ->
         return False
     if kind != "gzip":
         raise _unsupported(where, kind)
+    breaks: list[str] = []
     try:
-        with open_raw() as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz:
+        with _gunzipped(open_raw(), where, breaks, None) as gz:
             inner = gz.read(_HEAD_BYTES)
     except _DATA_ERRORS as exc:
         raise InputError(f"{where}: corrupt gzip data ({exc})") from exc
+    if not inner and breaks:
+        raise InputError(f"{where}: corrupt gzip data, nothing decompresses")
     inner_kind = _sniff(inner)
     if inner_kind != "plain":
         raise _unsupported(where, inner_kind, gzipped=True)
@@ -328,7 +363,12 @@ def _human(n: int) -> str:
 
 
 class _GuardedRaw(io.RawIOBase):
-    """Turns read errors and overlong members into InputError, so no traceback escapes."""
+    """Turns read errors and overlong members into InputError, so no traceback escapes.
+
+    With ``breaks`` (an archive member), damaged data ends the stream where it breaks, with a
+    line in ``breaks``, so the log is read up to there; ``stop_at`` ends it after that many
+    bytes (a file that is still growing is read as far as it reached when it was chosen).
+    """
 
     def __init__(
         self,
@@ -336,22 +376,36 @@ class _GuardedRaw(io.RawIOBase):
         display: str,
         limit: int | None = None,
         closers: tuple[Callable[[], object], ...] = (),
+        *,
+        breaks: list[str] | None = None,
+        stop_at: int | None = None,
     ) -> None:
         super().__init__()
         self._inner = inner
         self._display = display
         self._limit = limit
         self._closers = closers
+        self._breaks = breaks
+        self._stop_at = stop_at
         self._count = 0
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._stop_at is not None:
+            room = self._stop_at - self._count
+            if room <= 0:
+                return 0
+            buffer = memoryview(buffer)[:room]
         try:
             n = self._inner.readinto(buffer)  # type: ignore[attr-defined]
         except _DATA_ERRORS as exc:
-            raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
+            if self._breaks is None:
+                raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
+            _note_break(self._breaks, f"the archive member breaks off ({exc})", self._count)
+            self._stop_at = self._count
+            return 0
         self._count += n
         if self._limit is not None and self._count > self._limit:
             raise InputError(
@@ -371,34 +425,143 @@ class _GuardedRaw(io.RawIOBase):
             super().close()
 
 
+def _note_break(breaks: list[str], what: str, offset: int) -> None:
+    line = f"{what} after {offset:,} bytes of log; the report shows what came before"
+    if line not in breaks:  # each pass over the log meets the same break
+        breaks.append(line)
+
+
+class _Gunzip(io.RawIOBase):
+    """Gzip data (one or more members) gunzipped as it is read, counted against ``limit``.
+
+    Unlike :class:`gzip.GzipFile`, a cut or damaged stream is not an error that loses the
+    last buffer: everything that decompressed is returned, then the stream ends and
+    ``breaks`` says where.
+    """
+
+    def __init__(
+        self, raw: BinaryIO, display: str, breaks: list[str], limit: int | None = None
+    ) -> None:
+        super().__init__()
+        self._raw = raw
+        self._display = display
+        self._breaks = breaks
+        self._limit = limit
+        self._z = zlib.decompressobj(wbits=31)
+        self._out = 0
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while not self._done:
+            data = self._z.unconsumed_tail
+            if not data:
+                if self._z.eof:  # one gzip member ended: another may follow
+                    data = self._z.unused_data or self._read()
+                    if not data.strip(b"\0"):  # the end (trailing NULs are padding)
+                        self._done = True
+                        break
+                    self._z = zlib.decompressobj(wbits=31)
+                else:
+                    data = self._read()
+                    if not data:
+                        self._stop("the gzip data ends early")
+                        break
+            try:
+                out = self._z.decompress(data, len(buffer))
+            except zlib.error as exc:
+                self._stop(f"the gzip data is damaged ({exc})")
+                break
+            if out:
+                n = len(out)
+                buffer[:n] = out
+                self._out += n
+                if self._limit is not None and self._out > self._limit:
+                    raise InputError(
+                        f"{self._display}: unpacks to more than the {_human(self._limit)} "
+                        "limit; refused"
+                    )
+                return n
+        return 0
+
+    def _read(self) -> bytes:
+        try:
+            return self._raw.read(_CHUNK)
+        except _DATA_ERRORS as exc:
+            raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
+
+    def _stop(self, what: str) -> None:
+        self._done = True
+        _note_break(self._breaks, what, self._out)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._raw.close()
+            finally:
+                super().close()
+
+
 def _guarded(
     inner: BinaryIO,
     display: str,
     limit: int | None = None,
     closers: tuple[Callable[[], object], ...] = (),
+    **kwargs: object,
 ) -> BinaryIO:
-    return io.BufferedReader(_GuardedRaw(inner, display, limit, closers), buffer_size=_CHUNK)
+    raw = _GuardedRaw(inner, display, limit, closers, **kwargs)  # type: ignore[arg-type]
+    return io.BufferedReader(raw, buffer_size=_CHUNK)
 
 
-def _open_file(path: str, gzipped: bool) -> BinaryIO:
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")  # type: ignore[return-value]
+def _gunzipped(raw: BinaryIO, display: str, breaks: list[str], limit: int | None) -> BinaryIO:
+    return io.BufferedReader(_Gunzip(raw, display, breaks, limit), buffer_size=_CHUNK)
+
+
+def _copy_prefix(src: str, dest: str | os.PathLike[str], size: int) -> bool:
+    """Copy the first ``size`` bytes of ``src`` in the kernel; False where that is not possible."""
+    if not hasattr(os, "sendfile"):
+        return False
+    with open(src, "rb") as inp, open(dest, "wb") as out:
+        left = size
+        try:
+            while left > 0 and (n := os.sendfile(out.fileno(), inp.fileno(), None, left)):
+                left -= n
+        except OSError:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
 class _FileOpener:
-    """Opens a log file on disk, gunzipping on the fly when it holds gzip data."""
+    """Opens a log file on disk, gunzipping on the fly when it holds gzip data.
+
+    ``size`` is the file's size when it was chosen: reading stops there, so a log that is
+    still being written is read (and copied to ``raw.log``) as one fixed set of bytes.
+    """
 
     path: str
     display: str
     gzipped: bool
     keep_alive: object = None  # the temporary directory the file lives in, if any
+    size: int | None = None
+    breaks: list[str] | None = field(default=None, compare=False)
+    limit: int | None = None  # most unpacked bytes (gzip inside an archive)
 
     def __call__(self) -> BinaryIO:
+        unbuffered = self.size is not None  # buffered once, by the guard
         try:
-            f = _open_file(self.path, self.gzipped)
+            f = open(self.path, "rb", buffering=0 if unbuffered else -1)  # noqa: SIM115
         except OSError as exc:
             raise InputError(f"{self.display}: {_reason(exc)}") from exc
-        return _guarded(f, self.display) if self.gzipped else f  # type: ignore[return-value]
+        stream: BinaryIO = f  # type: ignore[assignment]
+        if self.size is not None:
+            stream = _guarded(f, self.display, stop_at=self.size)  # type: ignore[arg-type]
+        if self.gzipped:
+            breaks = self.breaks if self.breaks is not None else []
+            return _gunzipped(stream, self.display, breaks, self.limit)
+        return stream
 
 
 @dataclass(frozen=True)
@@ -411,6 +574,8 @@ class _ZipMemberOpener:
     gzipped: bool
     declared_size: int
     keep_alive: object = None
+    breaks: list[str] | None = field(default=None, compare=False)
+    limit: int | None = None  # most bytes a gzip log inside may unpack to
 
     def __call__(self) -> BinaryIO:
         try:
@@ -425,10 +590,11 @@ class _ZipMemberOpener:
         except BaseException:
             zf.close()
             raise
-        raw = _guarded(member, self.display, self.declared_size, (zf.close,))
+        breaks = self.breaks if self.breaks is not None else []
+        raw = _guarded(member, self.display, self.declared_size, (zf.close,), breaks=breaks)
         if not self.gzipped:
             return raw
-        return _guarded(gzip.GzipFile(fileobj=raw, mode="rb"), self.display, None, (raw.close,))
+        return _gunzipped(raw, self.display, breaks, self.limit)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,7 +602,12 @@ class _ZipMemberOpener:
 
 
 def _choose(
-    shown: str, files: list[_Entry], looked_at: int, latest: bool, archive: bool
+    shown: str,
+    files: list[_Entry],
+    looked_at: int,
+    latest: bool,
+    archive: bool,
+    skipped: list[str] | None = None,
 ) -> _Choice:
     """Apply the rules: one log → it; --latest → newest; rank logs → all; else ask the user."""
     ignored: list[str] = []
@@ -450,7 +621,8 @@ def _choose(
             candidates.append(entry)
     if not candidates:
         what = "members" if archive else "files"
-        detail = f": {_short_list(ignored, '; ')}" if ignored else ""
+        shown_ignored = (skipped or []) + ignored
+        detail = f": {_short_list(shown_ignored, '; ')}" if shown_ignored else ""
         raise InputError(f"{shown}: no trace logs found (looked at {looked_at} {what}{detail})")
     if len(candidates) == 1:
         only = candidates[0]
@@ -530,50 +702,71 @@ def _resolve_file(
 
         return resolve_7z(path, shown, label, latest, limits)
     gzipped = _gzip_or_plain(shown, head, functools.partial(open, path, "rb"))
-    opener = _FileOpener(path, label, gzipped, keep_alive)
-    return ResolvedInput(logs=[LogSource(label, opener, _rank_of(label), size)])
+    breaks: list[str] = []
+    opener = _FileOpener(path, label, gzipped, keep_alive, size, breaks)
+    return ResolvedInput(logs=[LogSource(label, opener, _rank_of(label), size, breaks)])
 
 
-def _scan_dir(shown: str) -> tuple[list[_Entry], list[str], int]:
-    """Regular files directly in the directory; everything else is reported as ignored."""
+def _scan_dir(shown: str) -> tuple[list[_Entry], list[str], list[str], int]:
+    """Regular files directly in the directory; everything else is reported as ignored.
+
+    A symlink is followed only to a file inside the directory: one leading out (to
+    ``/etc/passwd``, say) would copy that file into ``raw.log`` and the shareable bundle, so
+    it is skipped with a note that names it.
+    """
     try:
         with os.scandir(shown) as it:
             dirents = sorted(it, key=lambda d: d.name)
+        root = os.path.realpath(shown)
     except OSError as exc:
         raise InputError(f"{shown}: cannot list the directory ({_reason(exc)})") from exc
     files: list[_Entry] = []
     ignored: list[str] = []
+    notes: list[str] = []
     for d in dirents:
         try:
+            path = d.path
+            if d.is_symlink():
+                path = os.path.realpath(d.path)
+                if not is_inside(path, root):
+                    notes.append(f"{d.path}: a link to outside the folder; skipped")
+                    continue
             if d.is_dir():
                 ignored.append(f"{d.name}/: directory (not searched)")
             elif d.is_file():
-                st = d.stat()
-                files.append(_Entry(d.name, st.st_size, st.st_mtime, d.path))
+                st = os.stat(path)
+                files.append(_Entry(d.name, st.st_size, st.st_mtime, path))
             elif d.is_symlink():
                 ignored.append(f"{d.name}: broken symlink")
             else:
                 ignored.append(f"{d.name}: not a regular file")
         except OSError as exc:
             ignored.append(f"{d.name}: {_reason(exc)}")
-    return files, ignored, len(dirents)
+    return files, ignored, notes, len(dirents)
+
+
+def is_inside(path: str, root: str) -> bool:
+    """Whether the resolved ``path`` is ``root`` or below it (both already resolved)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _resolve_dir(shown: str, latest: bool) -> ResolvedInput:
-    files, ignored, looked_at = _scan_dir(shown)
-    choice = _choose(shown, files, looked_at, latest, archive=False)
+    files, ignored, skipped, looked_at = _scan_dir(shown)
+    choice = _choose(shown, files, looked_at, latest, archive=False, skipped=skipped)
     logs = []
     for entry, rank in choice.chosen:
         where = os.path.join(shown, entry.name)
         head = _read_head(entry.path, where)
         gzipped = _gzip_or_plain(where, head, functools.partial(open, entry.path, "rb"))
-        opener = _FileOpener(entry.path, entry.name, gzipped)
-        logs.append(LogSource(entry.name, opener, rank, entry.size))
+        breaks: list[str] = []
+        opener = _FileOpener(entry.path, entry.name, gzipped, None, entry.size, breaks)
+        logs.append(LogSource(entry.name, opener, rank, entry.size, breaks))
     return ResolvedInput(
         logs=logs,
         ignored=sorted(ignored + choice.ignored),
-        notes=choice.notes,
+        notes=skipped + choice.notes,
         is_multi_rank=choice.multi_rank,
+        skipped=skipped,
     )
 
 
@@ -644,13 +837,37 @@ def _check_entry_count(shown: str, count: int, limits: _Limits) -> None:
         )
 
 
-def _check_unpacked(shown: str, chosen: list[tuple[_Entry, int | None]], limits: _Limits) -> None:
+def archive_budget(path: str, limits: _Limits) -> int:
+    """Most bytes the logs of the archive at ``path`` may unpack to, every layer counted."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    return min(limits.max_unpacked_bytes, max(MAX_RATIO * size, RATIO_FLOOR))
+
+
+def _check_unpacked(shown: str, chosen: list[tuple[_Entry, int | None]], budget: int) -> None:
     total = sum(entry.size for entry, _ in chosen)
-    if total > limits.max_unpacked_bytes:
+    if total > budget:
         raise InputError(
             f"{shown}: the logs would unpack to {_human(total)}, over the "
-            f"{_human(limits.max_unpacked_bytes)} limit; refused"
+            f"{_human(budget)} limit; refused"
         )
+
+
+def _unpacked_size(opener: Callable[[], BinaryIO]) -> int:
+    """Gunzip a log inside an archive once, without parsing it: a bomb is refused in the time
+    decompression takes (not parsing), and the progress bar gets the true size."""
+    size = 0
+    with opener() as stream:
+        while chunk := stream.read(_CHUNK):
+            size += len(chunk)
+    return size
+
+
+def _inner_limit(budget: int, chosen: list[tuple[_Entry, int | None]], entry: _Entry) -> int:
+    """What a gzip log inside an archive may unpack to: the budget less the other logs."""
+    return budget - sum(other.size for other, _ in chosen if other is not entry)
 
 
 def _check_unique(shown: str, names: list[str]) -> None:
@@ -695,7 +912,8 @@ def _resolve_open_zip(
     _check_unique(shown, [i.filename for i in members])
     files = [_Entry(i.filename, i.file_size, _zip_mtime(i)) for i in members]
     choice = _choose(shown, files, len(members), latest, archive=True)
-    _check_unpacked(shown, choice.chosen, limits)
+    budget = archive_budget(path, limits)
+    _check_unpacked(shown, choice.chosen, budget)
     logs = []
     for entry, rank in choice.chosen:
         display = f"{label}:{entry.name}"
@@ -705,8 +923,13 @@ def _resolve_open_zip(
         with zf.open(info) as member:
             head = member.read(_HEAD_BYTES)
         gzipped = _gzip_or_plain(display, head, lambda i=info: zf.open(i))
-        opener = _ZipMemberOpener(path, entry.name, display, gzipped, entry.size, keep_alive)
-        logs.append(LogSource(display, opener, rank, entry.size))
+        breaks: list[str] = []
+        limit = _inner_limit(budget, choice.chosen, entry)
+        opener = _ZipMemberOpener(
+            path, entry.name, display, gzipped, entry.size, keep_alive, breaks, limit
+        )
+        size = _unpacked_size(opener) if gzipped else entry.size
+        logs.append(LogSource(display, opener, rank, size, breaks))
     return ResolvedInput(
         logs=logs, ignored=choice.ignored, notes=choice.notes, is_multi_rank=choice.multi_rank
     )

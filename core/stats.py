@@ -32,6 +32,7 @@ FINDING_REASONS: dict[str, str] = {
     "bad_field": "a metadata field has an unexpected type (the field was ignored)",
     "bad_payload": "payload could not be decoded as its declared format (shown as text)",
     "bad_compile_id": "compile-id fields are malformed (listed under 'unknown')",
+    "input_cut": "the input breaks off here (cut or damaged compressed data): nothing after it",
 }
 
 SAMPLE_LIMIT = 200
@@ -109,6 +110,9 @@ class ParseStats:
             parts.append(f"{self.skipped_lines:,} lines skipped ({detail}; first at line {first})")
         if self.findings["md5_mismatch"]:
             parts.append(f"{self.findings['md5_mismatch']:,} payload MD5 mismatches")
+        for sample in self.samples:
+            if sample.reason == "input_cut":
+                parts.append(f"{sample.detail} (line {sample.line:,})")
         return f"{self.source}: " + "; ".join(parts)
 
     def not_a_trace(self) -> str | None:
@@ -128,8 +132,13 @@ class ParseStats:
 
     @property
     def is_clean(self) -> bool:
-        """True when nothing was skipped and no payload was damaged (what --strict checks)."""
-        return self.skipped_lines == 0 and not self.findings["md5_mismatch"]
+        """True when nothing was skipped, no payload was damaged and the input was whole (what
+        --strict checks)."""
+        return (
+            self.skipped_lines == 0
+            and not self.findings["md5_mismatch"]
+            and not self.findings["input_cut"]
+        )
 
 
 def shorten_line(raw: bytes) -> str:

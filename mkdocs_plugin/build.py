@@ -14,6 +14,7 @@ from pathlib import Path
 from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
 from tlsite.core.render.highlight import Highlighter
+from tlsite.core.source import LogSource
 
 from .plugin import TlsitePlugin
 from .prepared import PreparedReport
@@ -24,7 +25,7 @@ def build_report(
     report: Trace | PreparedReport,
     site_dir: Path,
     *,
-    raw_log: Path | Callable[[], Iterator[bytes]] | None = None,
+    raw_log: Path | LogSource | Callable[[], Iterator[bytes]] | None = None,
     site_name: str | None = None,
     on_page: Callable[[], None] | None = None,
     highlight_workers: int | None = None,

@@ -54,7 +54,7 @@ def build_rank_report(
 ) -> dict:
     """Worker hook: write this rank's complete report into ``out_root/rank_<N>``."""
     site = Path(out_root) / f"rank_{summary.rank}"
-    raw_log = Path(source.plain_path) if source.plain_path else None
+    raw_log = source if source.plain_path else None
     trace.rank, trace.job_ranks = summary.rank, n_ranks  # its pages link back to the landing
     if redactor is not None:
         trace.notes.append(redaction_note(redactor))

@@ -151,13 +151,12 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             raise
         if redactor is None:
             trace.notes.extend(resolved.notes)
-            resolved.close()
-            return trace
-        trace.notes.extend(redactor.text(note) for note in resolved.notes)
-        trace.notes.append(redaction_note(redactor))
-        # raw.log must be the redacted log too; the log stays readable until the build ends
+        else:
+            trace.notes.extend(redactor.text(note) for note in resolved.notes)
+            trace.notes.append(redaction_note(redactor))
+        # raw.log is the bytes read (redacted, if so): the log stays readable until the build ends
         self._resolved = resolved
-        self._raw_log = log.chunks
+        self._raw_log = log
         return trace
 
     @property
@@ -381,10 +380,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     def _write_compat(self, config: MkDocsConfig) -> None:
         """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
         out = Path(config.site_dir) / self.prefix
-        raw_log = self._raw_log
-        if raw_log is None and self.config.trace and os.path.isfile(self._trace_path()):
-            raw_log = Path(self._trace_path())  # copied as it is
-        written = CompatWriter(self.trace, out, raw_log=raw_log).write_all()
+        written = CompatWriter(self.trace, out, raw_log=self._raw_log).write_all()
         self._files_written(str(out), written)
 
     def _files_written(self, out: str, written: list[str]) -> None:

@@ -115,8 +115,7 @@ def _prepare_service(inbox: Connection, outbox: Connection) -> None:
         )
         trace.notes.extend(request.notes)
         log = request.log
-        raw_log = Path(log.plain_path) if log.plain_path else log.chunks
-        files = CompatWriter(trace, Path(request.files_dir), raw_log=raw_log).write_all()
+        files = CompatWriter(trace, Path(request.files_dir), raw_log=log).write_all()
         report = prepare_report(trace)  # flushes the store: the build process reads it
         report.files, report.files_dir = files, request.files_dir
         # the build process has the blocks sent ahead already: only the others go again

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tlsite.core.cleanup import remove_stale, scratch_folder
+from tlsite.core.source import is_inside
 
 #: The scratch repository's name for the target remote.
 _REMOTE = "tlsite"
@@ -75,6 +77,7 @@ class Published:
     branch: str
     commit: str
     pages_url: str | None
+    skipped: list[str] = field(default_factory=list)  # one line per link left out
 
 
 def is_built_site(path: Path) -> bool:
@@ -123,8 +126,15 @@ def publish_site(
     check_branch(branch)
     remove_stale()  # a killed publish's scratch repository: its .git/config holds the URL
     url = resolve_remote(remote)
+    outside = links_outside(site)
+    skipped = [
+        f"{site / name}: a link to outside the site folder; not published" for name in outside
+    ]
     with scratch_folder("publish") as scratch:  # its .git/config holds the URL
-        repo = Path(scratch)
+        repo = Path(scratch) / "repo"
+        repo.mkdir()
+        if outside:  # ghp-import would push what they point at: publish a copy without them
+            site = _copy_without(site, Path(scratch) / "site", set(outside))
         _git(["init", "-q"], repo)
         _git(["remote", "add", _REMOTE, url], repo)
         heads = _git(["ls-remote", "--heads", _REMOTE, branch], repo, check=False)
@@ -165,7 +175,39 @@ def publish_site(
             raise PublishError(f"ghp-import failed: {_last_line(done.stderr or done.stdout)}")
         commit = _git(["rev-parse", f"refs/heads/{branch}"], repo).stdout.strip()
     shown = redact_credentials(url)
-    return Published(remote=shown, branch=branch, commit=commit, pages_url=pages_url(shown))
+    return Published(
+        remote=shown, branch=branch, commit=commit, pages_url=pages_url(shown), skipped=skipped
+    )
+
+
+def links_outside(site: Path) -> list[str]:
+    """The symlinks in ``site`` (files or folders) that lead out of it, as paths under it."""
+    root = os.path.realpath(site)
+    found = []
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            path = os.path.join(folder, name)
+            if os.path.islink(path) and not is_inside(os.path.realpath(path), root):
+                found.append(os.path.relpath(path, root))
+    return sorted(found)
+
+
+def _copy_without(site: Path, dest: Path, leave_out: set[str]) -> Path:
+    """A copy of ``site`` (hard links where it can) without the paths in ``leave_out``."""
+    root = os.path.realpath(site)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        rel = os.path.relpath(folder, root)
+        return {n for n in names if os.path.normpath(os.path.join(rel, n)) in leave_out}
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(root, dest, ignore=ignore, copy_function=link_or_copy)
+    return dest
 
 
 def _identity_env(repo: Path) -> dict[str, str]:

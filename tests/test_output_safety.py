@@ -254,7 +254,7 @@ ARCHIVES: dict[str, tuple[Callable[[Path], Path], str]] = {
     ),
     "zip_declares_a_bomb": (
         lambda d: _huge_declared_zip(d / "a.zip"),
-        "over the 8.0 GiB limit; refused",
+        "unpack to 12.0 GiB, over the 256.0 MiB limit; refused",  # 1100x the zip, at least
     ),
 }
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..analysis.provenance import parse_kernel_stack_traces
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
+from ..source import LogSource
 from .templating import render
 
 
@@ -46,7 +47,7 @@ class CompatWriter:
 
     trace: Trace
     out: Path
-    raw_log: Path | Callable[[], Iterator[bytes]] | None = None
+    raw_log: Path | LogSource | Callable[[], Iterator[bytes]] | None = None
     written: list[str] = field(default_factory=list)
 
     def write_all(self) -> list[str]:
@@ -64,6 +65,9 @@ class CompatWriter:
         self._write_chromium_events()
         if isinstance(self.raw_log, Path):
             shutil.copyfile(self.raw_log, self.out / "raw.log")  # in-kernel copy where it can
+            self.written.append("raw.log")
+        elif isinstance(self.raw_log, LogSource):
+            self.raw_log.copy_to(self.out / "raw.log")  # the bytes that were parsed
             self.written.append("raw.log")
         elif self.raw_log is not None:
             with open(self.out / "raw.log", "wb") as dest:

@@ -1,0 +1,346 @@
+"""Issue #20, points 3, 11, 12 and 14: what tlsite reads is what the user gave it, no more.
+
+Links out of an input or site folder are not followed, every layer of decompression counts
+against the unpacked-size cap, a log still being written is read and copied as one set of
+bytes, and a cut or damaged compressed log builds from what decompressed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+import zlib
+from pathlib import Path
+
+import py7zr
+import pytest
+from corpus import TLPARSE_INPUTS
+
+from tlsite.cli import build
+from tlsite.core import InputError, load_source, resolve_input
+from tlsite.core import source as source_module
+
+SIMPLE = TLPARSE_INPUTS / "simple.log"
+SECRET = b"SECRET-NOT-A-TRACE-LINE root:x:0:0:root:/root:/bin/bash\n"
+
+
+def _secret_trace(path: Path) -> Path:
+    """A real trace with a line that must never reach a report (like /etc/passwd would)."""
+    path.write_bytes(SIMPLE.read_bytes() + SECRET)
+    return path
+
+
+def _total_lines(summary: str) -> int:
+    return int(re.search(r"records from ([\d,]+) lines", summary)[1].replace(",", ""))
+
+
+def _drain(path: Path, **limits: int) -> None:
+    """Read every log of ``path`` to the end, as a build would."""
+    with resolve_input(path, **limits) as resolved:
+        for log in resolved.logs:
+            for _ in log.chunks():
+                pass
+
+
+def _zip_text(archive: Path) -> bytes:
+    with zipfile.ZipFile(archive) as zf:
+        return b"".join(zf.read(name) for name in zf.namelist())
+
+
+# -- point 3: links out of a folder -----------------------------------------------------------
+
+
+def test_a_folder_link_to_a_file_outside_is_skipped_with_a_line_naming_it(
+    tmp_path: Path,
+) -> None:
+    outside = _secret_trace(tmp_path / "elsewhere.log")
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(SIMPLE, folder / "dedicated_log_torch_trace_a.log")
+    link = folder / "dedicated_log_torch_trace_x.log"
+    link.symlink_to(outside)
+
+    outcome = build(str(folder), tmp_path / "site", bundle="zip")
+
+    assert (tmp_path / "site" / "raw.log").read_bytes() == SIMPLE.read_bytes()
+    assert SECRET.strip() not in _zip_text(outcome.bundle)
+    first = outcome.summary.splitlines()[0]
+    assert first == f"{link}: a link to outside the folder; skipped"
+
+
+@pytest.mark.slow
+def test_a_rank_log_linking_outside_the_folder_is_not_a_rank_of_the_site(tmp_path: Path) -> None:
+    ranks = TLPARSE_INPUTS / "multi_rank_logs"
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for rank in (0, 2):
+        name = f"dedicated_log_torch_trace_rank_{rank}.log"
+        shutil.copy(ranks / name, folder / name)
+    link = folder / "dedicated_log_torch_trace_rank_1.log"
+    link.symlink_to(_secret_trace(tmp_path / "outside.log"))
+
+    outcome = build(str(folder), tmp_path / "site", bundle="zip")
+
+    assert outcome.summary.splitlines()[0] == f"{link}: a link to outside the folder; skipped"
+    assert (tmp_path / "site" / "rank_0").is_dir() and (tmp_path / "site" / "rank_2").is_dir()
+    assert not (tmp_path / "site" / "rank_1").exists()
+    assert SECRET.strip() not in _zip_text(outcome.bundle)
+
+
+def test_a_folder_holding_only_a_link_outside_reads_nothing_and_says_why(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "dedicated_log_torch_trace_x.log").symlink_to(_secret_trace(tmp_path / "x.log"))
+
+    with pytest.raises(InputError, match=r"no trace logs found.*trace_x\.log: a link to outside"):
+        resolve_input(folder)
+
+
+def test_a_link_between_files_of_the_folder_is_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    (folder / "old").mkdir(parents=True)
+    shutil.copy(SIMPLE, folder / "old" / "trace.log")
+    (folder / "latest.log").symlink_to(folder / "old" / "trace.log")
+
+    with resolve_input(folder) as resolved:
+        assert [log.display_name for log in resolved.logs] == ["latest.log"]
+        assert resolved.skipped == []
+        with resolved.logs[0].open() as f:
+            assert f.read() == SIMPLE.read_bytes()
+
+
+def test_a_link_given_as_the_input_itself_is_read(tmp_path: Path) -> None:
+    """The user named it: following it is what they asked for."""
+    link = tmp_path / "mine.log"
+    link.symlink_to(SIMPLE)
+    with resolve_input(link) as resolved, resolved.logs[0].open() as f:
+        assert f.read() == SIMPLE.read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_publish_leaves_out_links_to_outside_the_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tlsite.cli import main
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    remote = tmp_path / "pages.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    site = tmp_path / "site"
+    build(str(SIMPLE), site, bundle="none")
+    secret_dir = tmp_path / "private"
+    secret_dir.mkdir()
+    _secret_trace(secret_dir / "passwd")
+    (site / "leak.txt").symlink_to(secret_dir / "passwd")
+    (site / "assets" / "leakdir").symlink_to(secret_dir)
+    (site / "same.txt").symlink_to(site / "raw.log")  # inside the site: published as is
+
+    assert main(["publish", str(site), "--to", str(remote)]) == 0
+
+    out = capsys.readouterr().out
+    assert f"{site / 'leak.txt'}: a link to outside the site folder; not published" in out
+    assert f"{site / 'assets' / 'leakdir'}: a link to outside the site folder" in out
+    git = ["git", "--git-dir", str(remote)]
+    files = subprocess.run(
+        [*git, "ls-tree", "-r", "--name-only", "gh-pages"], capture_output=True, text=True
+    ).stdout.split()
+    assert "leak.txt" not in files and not any("leakdir" in f for f in files)
+    assert "index.html" in files and "same.txt" in files
+    grep = subprocess.run([*git, "grep", "-c", "SECRET-NOT", "gh-pages"], capture_output=True)
+    assert grep.stdout == b""
+    assert (site / "leak.txt").is_symlink()  # the user's folder is left as it was
+
+
+# -- point 11: every layer of decompression counts ---------------------------------------------
+
+
+def _log_gz(size: int) -> bytes:
+    """``size`` bytes of (repetitive) trace text, gzipped."""
+    text = SIMPLE.read_bytes()
+    body = (text * (size // len(text) + 1))[:size]
+    return gzip.compress(body, compresslevel=9)
+
+
+def test_a_gz_inside_a_zip_counts_against_the_unpacked_cap(tmp_path: Path) -> None:
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("trace.log.gz", _log_gz(3 << 20))
+
+    with pytest.raises(InputError, match=r"^bundle\.zip:trace\.log\.gz: unpacks to more than"):
+        _drain(archive, max_unpacked_bytes=1 << 20)
+    # under the cap, the same archive reads in full
+    with resolve_input(archive, max_unpacked_bytes=4 << 20) as ok, ok.logs[0].open() as f:
+        assert len(f.read()) == 3 << 20
+        assert ok.logs[0].size_hint == 3 << 20  # what the progress bar counts to
+
+
+def test_a_gz_inside_a_7z_counts_against_the_unpacked_cap(tmp_path: Path) -> None:
+    gz = tmp_path / "trace.log.gz"
+    gz.write_bytes(_log_gz(3 << 20))
+    archive = tmp_path / "bundle.7z"
+    with py7zr.SevenZipFile(archive, "w") as sz:
+        sz.write(gz, "trace.log.gz")
+
+    with pytest.raises(InputError, match=r"^bundle\.7z:trace\.log\.gz: unpacks to more than"):
+        _drain(archive, max_unpacked_bytes=1 << 20)
+
+
+def test_a_nested_bomb_is_stopped_by_the_compression_ratio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tiny zip holding a .gz of repetition unpacks to ~10^6 times its size: the cap is
+    relative to the archive (``RATIO_FLOOR`` is lowered so the test stays small)."""
+    monkeypatch.setattr(source_module, "RATIO_FLOOR", 1 << 20)
+    gz = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = b"0" * (1 << 20)
+    data = b"".join(gz.compress(chunk) for _ in range(64)) + gz.flush()
+    archive = tmp_path / "small.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("trace.log.gz", data)
+    assert archive.stat().st_size * source_module.MAX_RATIO < 64 << 20
+
+    with pytest.raises(InputError, match=r"^small\.zip:trace\.log\.gz: unpacks to more than"):
+        resolve_input(archive)  # refused before any parsing: in the time gunzip takes
+
+
+# -- point 12: a log that grows while it is read ---------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_log_growing_during_the_build_gives_raw_log_the_bytes_parsed(tmp_path: Path) -> None:
+    log = tmp_path / "growing.log"
+    log.write_bytes(SIMPLE.read_bytes() + b"\n")
+    line = SIMPLE.read_bytes().splitlines(keepends=True)[0]
+    done = threading.Event()
+
+    def keep_writing() -> None:
+        with open(log, "ab") as f:
+            while not done.wait(0.002):
+                f.write(line)
+                f.flush()
+
+    writer = threading.Thread(target=keep_writing)
+    writer.start()
+    try:
+        outcome = build(str(log), tmp_path / "site", bundle="none")
+    finally:
+        done.set()
+        writer.join()
+
+    raw = (tmp_path / "site" / "raw.log").read_bytes()
+    assert log.read_bytes().startswith(raw) and len(raw) < log.stat().st_size
+    assert raw.count(b"\n") + (not raw.endswith(b"\n")) == _total_lines(outcome.summary)
+
+
+def test_a_gz_log_growing_after_it_was_chosen_is_read_as_it_was(tmp_path: Path) -> None:
+    gz = tmp_path / "trace.log.gz"
+    gz.write_bytes(gzip.compress(SIMPLE.read_bytes()))
+    with resolve_input(gz) as resolved:
+        with open(gz, "ab") as f:  # another gzip member appended by a still-running writer
+            f.write(gzip.compress(b"V1 appended later\n"))
+        with resolved.logs[0].open() as f:
+            assert f.read() == SIMPLE.read_bytes()
+        assert resolved.logs[0].breaks == []
+
+
+# -- point 14: a cut or damaged compressed log -------------------------------------------------
+
+
+def _cut(data: bytes, at: float) -> bytes:
+    return data[: int(len(data) * at)]
+
+
+def test_a_gz_cut_in_half_builds_from_what_decompressed(tmp_path: Path) -> None:
+    original = SIMPLE.read_bytes()
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(_cut(gzip.compress(original), 0.5))
+
+    outcome = build(str(cut), tmp_path / "site", bundle="none")
+
+    raw = (tmp_path / "site" / "raw.log").read_bytes()
+    assert len(raw) > 10_000 and original.startswith(raw)
+    lines = _total_lines(outcome.summary)
+    assert f"the gzip data ends early after {len(raw):,} bytes of log" in outcome.summary
+    assert f"(line {lines:,})" in outcome.summary
+    assert not outcome.clean  # --strict says the input was not whole
+    health = (tmp_path / "site" / "health.html").read_text()
+    assert "the gzip data ends early" in health
+    assert re.search(r"<h2[^>]*>Where", health)  # a heading, not a row of the findings table
+
+
+def test_a_gz_cut_inside_a_zip_builds_from_what_decompressed(tmp_path: Path) -> None:
+    original = SIMPLE.read_bytes()
+    archive = tmp_path / "logs.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("trace.log.gz", _cut(gzip.compress(original), 0.6))
+
+    with resolve_input(archive) as resolved:
+        log = resolved.logs[0]
+        trace = load_source(log)
+        with log.open() as f:
+            data = f.read()
+    assert data and original.startswith(data) and len(data) < len(original)
+    assert trace.stats.findings["input_cut"] == 1
+    assert trace.stats.total_lines == data.count(b"\n") + 1  # the last, cut line too
+    trace.close()
+
+
+def test_a_damaged_zip_member_builds_up_to_the_damage(tmp_path: Path) -> None:
+    original = SIMPLE.read_bytes()
+    archive = tmp_path / "logs.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("trace.log", original)
+    data = bytearray(archive.read_bytes())
+    start = 30 + len("trace.log")  # local header + name: the deflate stream follows
+    middle = start + (len(data) - start) // 2
+    data[middle : middle + 64] = bytes(64)  # a run of zeros in the middle of the data
+    archive.write_bytes(bytes(data))
+
+    outcome = build(str(archive), tmp_path / "site", bundle="none")
+
+    raw = (tmp_path / "site" / "raw.log").read_bytes()
+    assert original.startswith(raw[: len(raw) // 2])
+    assert "logs.zip:trace.log" in outcome.summary
+    assert "breaks off" in outcome.summary or "damaged" in outcome.summary
+
+
+def test_a_gz_that_is_not_gzip_at_all_is_still_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.log.gz"
+    bad.write_bytes(b"\x1f\x8b" + os.urandom(64))
+    with pytest.raises(InputError, match=r"bad\.log\.gz: corrupt gzip data"):
+        resolve_input(bad)
+
+
+@pytest.mark.slow
+def test_a_site_embedding_a_gz_trace_gets_the_log_bytes_in_raw_log(tmp_path: Path) -> None:
+    """The plugin in a user's MkDocs site: raw.log is the log that was read, not the .gz."""
+    project = tmp_path / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "index.md").write_text("# Notes\n")
+    (project / "trace.log.gz").write_bytes(gzip.compress(SIMPLE.read_bytes()))
+    (project / "mkdocs.yml").write_text(
+        "site_name: notes\ntheme:\n  name: material\n"
+        "plugins:\n  - search\n  - tlsite:\n      trace: trace.log.gz\n      prefix: report\n"
+    )
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-q"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (project / "site" / "report" / "raw.log").read_bytes() == SIMPLE.read_bytes()
