@@ -118,6 +118,9 @@ def keep_metrics(ctx: RecordContext) -> None:
     """Keep a metrics record; its fields wait in the payload store until a page reads them."""
     event = ctx.keep_event(into="metrics")
     if isinstance(event.metadata, dict):
+        version = event.metadata.get("pytorch_version")
+        if ctx.builder.trace.torch_version is None and isinstance(version, str):
+            ctx.builder.trace.torch_version = version  # torch with no torch_version artifact
         envelope = ctx.builder.envelope_json(ctx.record)
         event.metadata = StoredJson(ctx.builder.trace.store, envelope, ctx.record.event_type)
 
