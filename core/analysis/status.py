@@ -51,10 +51,13 @@ def statuses(trace: Trace) -> dict[str, str]:
             last = running.get(key)
             if last is None or _attempt(unit) >= _attempt(last):
                 running[key] = unit
+    failed = {_compile_key(u) for u in trace.units.values() if _make_fx_failed(u)}
     result = {}
     for unit in trace.units.values():
         key = _compile_key(unit)
-        if running.get(key) is unit:
+        if key in failed and not by_key[key]:
+            result[unit.display] = ERROR  # a non-strict export logs no metrics, only this
+        elif running.get(key) is unit:
             # the log ends inside this compile (tlparse says "missing", or "success" when it
             # was compiling the backward graph, which torch does after the forward's metrics);
             # an old torch that logs no metrics logs no unended phases either
@@ -62,6 +65,10 @@ def statuses(trace: Trace) -> dict[str, str]:
         else:
             result[unit.display] = classify(by_key[key])
     return result
+
+
+def _make_fx_failed(unit: CompileUnit) -> bool:
+    return any(a.name == "make_fx_fail_partial" for a in unit.artifacts)
 
 
 def _status_fields(meta: dict) -> dict:

@@ -467,10 +467,27 @@ def exception_name(fail_type: Any) -> str:
     return match["name"] if match else text
 
 
+#: What a failed ``make_fx`` trace (a non-strict ``torch.export`` that raised) logs: the
+#: graph it had traced, never the exception.
+PARTIAL_GRAPH = "make_fx_fail_partial"
+MAKE_FX_FAILED = "make_fx raised"
+
+
 def failures(trace: Trace) -> list[Failure]:
     rows: list[Failure] = []
     starts = _frame_starts(trace)
     for unit in trace.units.values():
+        if any(a.name == PARTIAL_GRAPH for a in unit.artifacts) and not unit.metrics:
+            rows.append(
+                Failure(
+                    unit,
+                    MAKE_FX_FAILED,
+                    "the traced code raised (a non-strict torch.export, for one); the trace "
+                    f"logs the graph traced so far ({PARTIAL_GRAPH}), not the exception",
+                    "",
+                    False,
+                )
+            )
         for event in unit.metrics:
             if event.type not in ("compilation_metrics", "bwd_compilation_metrics"):
                 continue
