@@ -97,6 +97,7 @@ def test_graph_break_reasons_are_torchs_reason_at_the_break_line(version: str) -
         rows = [gb for gb in found if gb.short_location == line]
         assert len(rows) == 1, f"{version}: breaks at {line}: {[gb.title for gb in found]}"
         assert rows[0].title.startswith(said[version]), rows[0].title
+        assert len(rows[0].title) < 150, "a paragraph is not a title"
     for gb in found:
         assert not gb.title.startswith(("Graph break in user code", "Explanation", "Unsupported:"))
 

@@ -116,6 +116,7 @@ def parse_graph_break(text: str) -> dict[str, str]:
         title, detail = reason_title(after[1], preamble=True)
     elif labelled:
         title, detail = reason_title(head[labelled.end() :])
+        title = _first_sentence(title)
     else:
         title, detail = reason_title(head)
     doc = _GB_LINK.search(text)
@@ -126,6 +127,14 @@ def parse_graph_break(text: str) -> dict[str, str]:
         "user_stack": stack.strip("\n"),
         "doc_url": doc.group(0) if doc else "",
     }
+
+
+def _first_sentence(reason: str) -> str:
+    """The first sentence of a paragraph-long reason (torch <= 2.6 put its advice in it; the
+    whole text stays in the detail)."""
+    if len(reason) <= 100:
+        return reason
+    return reason.split(". ", 1)[0].rstrip(".")
 
 
 def graph_breaks(trace: Trace) -> list[GraphBreak]:
@@ -186,6 +195,7 @@ def _restart_breaks(trace: Trace) -> list[GraphBreak]:
     for unit in trace.units.values():
         for reason in _restart_reasons(unit):
             title, detail = reason_title(reason)
+            title = _first_sentence(title)
             info = dict(reason=title, location="", detail=detail, user_stack="", doc_url="")
             hit = _first_attempt(trace, unit)
             _add_break(found, info, hit, None)
