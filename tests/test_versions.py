@@ -278,3 +278,15 @@ def test_a_non_strict_export_that_raised_is_a_failure(version: str) -> None:
     ]
     assert rows[0].unit is unit
     assert statuses(found)[unit.display] == ERROR
+
+
+@pytest.mark.parametrize("version", ["2.4", "2.6"])
+def test_multi_rank_folders_read_every_line_of_both_ranks(version: str) -> None:
+    folder = FIXTURE_TRACES / f"torch-{version}" / "multi_rank"
+    resolved = resolve_input(folder)
+    assert resolved.is_multi_rank
+    assert [log.rank for log in resolved.logs] == [0, 1]
+    for path in sorted(folder.glob("*.log")):
+        ranked = load(path)
+        assert ranked.stats.skipped_lines == 0, ranked.stats.summary()
+        assert ranked.units, path.name
