@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import CompileUnit, Trace
+from .views import PARTIAL_GRAPH
 
 OK = "ok"  # success
 BREAK = "break"  # success with a restart, e.g. a graph break
@@ -68,7 +69,7 @@ def statuses(trace: Trace) -> dict[str, str]:
 
 
 def _make_fx_failed(unit: CompileUnit) -> bool:
-    return any(a.name == "make_fx_fail_partial" for a in unit.artifacts)
+    return any(a.name == PARTIAL_GRAPH for a in unit.artifacts)
 
 
 def _status_fields(meta: dict) -> dict:
