@@ -257,8 +257,8 @@ def symbolic(ctx: RecordContext) -> None:
 
 def is_export_guard(event_type: str, meta: dict) -> bool:
     """Guards draft-export reports as failures: data-dependent ones and evaluated guards."""
-    if event_type == "propagate_real_tensors_provenance":
-        return True
+    if event_type in ("propagate_real_tensors_provenance", "propagate_real_tensors"):
+        return True  # torch 2.6 logs the latter
     return event_type == "guard_added" and meta.get("prefix") == "eval"
 
 

@@ -290,3 +290,17 @@ def test_multi_rank_folders_read_every_line_of_both_ranks(version: str) -> None:
         ranked = load(path)
         assert ranked.stats.skipped_lines == 0, ranked.stats.summary()
         assert ranked.units, path.name
+
+
+def test_2_6_draft_export_lists_its_data_dependent_error() -> None:
+    """torch 2.6 names the event ``propagate_real_tensors`` (later ``…_provenance``); the
+    script's `if k > 2` on an `.item()` value is the data-dependent error torch printed."""
+    from tlsite.core.analysis.export_report import DATA_DEPENDENT_ERROR, export_failures
+
+    found = load(fixture("2.6", "export_draft"), export_mode=True)
+    dependent = [f for f in export_failures(found) if f.type == DATA_DEPENDENT_ERROR]
+    assert dependent, [f.type for f in export_failures(found)]
+    assert dependent[0].expr == "u0 > 2" and dependent[0].result == "True"
+    line = script_line("2.6", "export_draft", "if k > 2:")  # 2.6 logs no user_stack here
+    frames = {f"{f.filename.rsplit('/', 1)[-1]}:{f.line}" for f in dependent[0].stack}
+    assert line in frames
