@@ -198,6 +198,8 @@ def test_aotinductor_compile_time_from_its_start_and_end(version: str) -> None:
     assert seconds > 10  # an AOTInductor build of a small model, on a loaded 2-core machine
     times = compile_times(trace(version, "aoti"))
     assert sum(t.total for t in times) == pytest.approx(seconds)
+    (timed,) = times
+    assert statuses(trace(version, "aoti"))[timed.unit.display] == "ok"  # not "Empty graph"
 
 
 # -- version -----------------------------------------------------------------------------------

@@ -23,16 +23,17 @@ LABELS = {
 
 
 def classify(metrics: list[dict]) -> str:
-    """tlparse's rule over all attempts of one compile, with one fix.
+    """tlparse's rule over all attempts of one compile, with two fixes.
 
-    A record with no ``restart_reasons`` key no longer counts as a restart.
+    A record with no ``restart_reasons`` key no longer counts as a restart, and one of no
+    frame (an AOTInductor build's: no ``co_name``) is not an empty graph.
     """
     if not metrics:
         return MISSING
     if any(m.get("fail_type") for m in metrics):
         return ERROR
-    if any(not m.get("graph_op_count") for m in metrics):
-        return EMPTY
+    if any(not m.get("graph_op_count") and m.get("co_name") for m in metrics):
+        return EMPTY  # only a frame dynamo traced has a graph: not an AOTInductor build
     if any(m.get("restart_reasons") for m in metrics):
         return BREAK
     return OK
@@ -75,7 +76,8 @@ def _make_fx_failed(unit: CompileUnit) -> bool:
 def _status_fields(meta: dict) -> dict:
     """The fields :func:`classify` reads: every unit's metrics are held at once here, and a
     whole record is kilobytes (a recompile storm has thousands)."""
-    return {key: meta.get(key) for key in ("fail_type", "graph_op_count", "restart_reasons")}
+    keys = ("fail_type", "graph_op_count", "restart_reasons", "co_name")
+    return {key: meta.get(key) for key in keys}
 
 
 def _attempt(unit: CompileUnit) -> int:
