@@ -232,17 +232,13 @@ def sites(tmp_path_factory: pytest.TempPathFactory):
     return site_cache(tmp_path_factory)
 
 
-def _site(sites, path: Path) -> BuiltSite:
-    return sites.get(path)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("path", version_traces(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_report_of_every_version_reads_right(sites, path: Path) -> None:
     """No line skipped, no event type without a view, no class repr or "Explanation:" shown
     as a reason, the version shown where the trace has it, no 0.00 s for a compile that took
     time."""
-    site = _site(sites, path)
+    site: BuiltSite = sites.get(path)
     trace_ = load(path)
     assert trace_.stats.skipped_lines == 0, trace_.stats.summary()
     assert not trace_.stats.unknown_events, trace_.stats.unknown_events
