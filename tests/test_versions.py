@@ -119,7 +119,7 @@ def test_2_4_one_break_hit_by_six_compiles_is_one_row_with_the_compiles_that_hit
     """torch 2.4 logs the print break on each restarted attempt ([1/0_1] ...); the compiles
     that hit it are the first attempts, and the inlined hits are the same break."""
     found = graph_breaks(trace("2.4", "graph_breaks"))
-    assert len(found) == 3, [(gb.title, gb.location) for gb in found]
+    assert len(found) == 4, [(gb.title, gb.location) for gb in found]  # with the jump
     prints = found[0]
     assert prints.title.startswith("builtin: print")
     assert sorted(prints.compile_ids) == ["[0/0]", "[1/0]", "[1/1]", "[1/2]", "[3/0]", "[5/0]"]
@@ -302,3 +302,15 @@ def test_2_6_draft_export_lists_its_data_dependent_error() -> None:
     line = script_line("2.6", "export_draft", "if k > 2:")  # 2.6 logs no user_stack here
     frames = {f"{f.filename.rsplit('/', 1)[-1]}:{f.line}" for f in dependent[0].stack}
     assert line in frames
+
+
+def test_2_4_data_dependent_jump_is_a_break_with_no_reason() -> None:
+    """2.4 logs nothing for `if y.sum() > 0` but the resume function after it
+    (``torch_dynamo_resume_in_post_at_42``): a break at that line, charged to `post`."""
+    line = script_line("2.4", "graph_breaks", "break D: data-dependent branch")
+    rows = [gb for gb in graph_breaks(trace("2.4", "graph_breaks")) if gb.short_location == line]
+    assert [(gb.title, gb.compile_ids) for gb in rows] == [
+        ("Graph break (this torch logs no reason for it)", ["[7/0]"])
+    ]
+    post = [m for m in metrics_lines(fixture("2.4", "graph_breaks")) if m["co_name"] == "post"]
+    assert [m["compile_id"] for m in post] == ["7/0"] and not post[0]["restart_reasons"]

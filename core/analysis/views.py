@@ -204,7 +204,23 @@ def _restart_breaks(trace: Trace) -> list[GraphBreak]:
     for entry in found.values():
         known = [(n, loc) for loc, n in lines[id(entry)].items() if loc]
         entry.location = max(known)[1] if known else ""
+    explained = {loc for counts in lines.values() for loc in counts}
+    for unit in trace.units.values():  # a break that did not restart (a data-dependent jump)
+        where = _break_line(unit, resumes) if unit.id and not unit.id.attempt else ""
+        if where and where not in explained and _resumed_at(where, resumes):
+            explained.add(where)
+            info = dict(reason=UNLOGGED_BREAK, location=where, detail="", user_stack="", doc_url="")
+            _add_break(found, info, unit, None)
     return list(found.values())
+
+
+#: A torch <= 2.5 break dynamo resumed after without restarting, so logged no reason for.
+UNLOGGED_BREAK = "Graph break (this torch logs no reason for it)"
+
+
+def _resumed_at(where: str, resumes: dict[tuple[str, str], list[int]]) -> bool:
+    filename, _, line = where.rpartition(":")
+    return any(f == filename and int(line) in ns for (f, _), ns in resumes.items())
 
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
