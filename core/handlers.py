@@ -118,6 +118,9 @@ def keep_metrics(ctx: RecordContext) -> None:
     """Keep a metrics record; its fields wait in the payload store until a page reads them."""
     event = ctx.keep_event(into="metrics")
     if isinstance(event.metadata, dict):
+        version = event.metadata.get("pytorch_version")
+        if ctx.builder.trace.torch_version is None and isinstance(version, str):
+            ctx.builder.trace.torch_version = version  # torch with no torch_version artifact
         envelope = ctx.builder.envelope_json(ctx.record)
         event.metadata = StoredJson(ctx.builder.trace.store, envelope, ctx.record.event_type)
 
@@ -254,8 +257,8 @@ def symbolic(ctx: RecordContext) -> None:
 
 def is_export_guard(event_type: str, meta: dict) -> bool:
     """Guards draft-export reports as failures: data-dependent ones and evaluated guards."""
-    if event_type == "propagate_real_tensors_provenance":
-        return True
+    if event_type in ("propagate_real_tensors_provenance", "propagate_real_tensors"):
+        return True  # torch 2.6 logs the latter
     return event_type == "guard_added" and meta.get("prefix") == "eval"
 
 

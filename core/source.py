@@ -67,7 +67,10 @@ _HEAD_BYTES = 512  # enough for every magic number we look at, including tar's a
 _CHUNK = 1 << 20
 _LIST_SHOWN = 10  # candidates/ignored names quoted in one error line before "… and N more"
 
-_LOG_SUFFIXES = (".log", ".txt", ".log.gz", ".txt.gz")
+#: Names a folder's or archive's logs have (torch writes ``dedicated_log_torch_trace_*.log``);
+#: a ``.txt`` beside them is someone's notes. A file named on the command line is read whatever
+#: its name.
+_LOG_SUFFIXES = (".log", ".log.gz")
 _LOG_PREFIX = "dedicated_log_torch_trace"
 _RANK_RE = re.compile(r"dedicated_log_torch_trace_rank_(\d+)(?:_.*)?\.log(?:\.gz)?", re.DOTALL)
 

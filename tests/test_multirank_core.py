@@ -125,7 +125,7 @@ def test_all_ranks_messy_input(tmp_path: Path) -> None:  # 20
     with summaries(MESSY) as ranks:
         assert [r.rank for r in ranks] == [0, 1]
         assert all(r.ok and not r.empty for r in ranks)
-        assert ranks.ignored == ["another.log: empty", "some_other_file.txt: empty"]
+        assert ranks.ignored == ["another.log: empty", "some_other_file.txt: not a log"]
         md = render_landing(ranks.ranks)
     assert "[Rank 0](rank_0/index.md)" in md and "[Rank 1](rank_1/index.md)" in md
 

@@ -299,7 +299,7 @@ def test_directory_with_one_log_reports_what_it_ignored(tmp_path: Path) -> None:
     assert [log.display_name for log in resolved.logs] == ["simple.log"]
     assert read_all(resolved) == [SIMPLE.read_bytes()]
     assert resolved.ignored == [
-        "empty.txt: empty",
+        "empty.txt: not a log",
         "notes.md: not a log",
         "older_run/: directory (not searched)",
     ]
@@ -312,12 +312,12 @@ def test_directory_with_a_gz_log(tmp_path: Path) -> None:
 
 
 def test_directory_with_several_logs_lists_the_candidates(tmp_path: Path) -> None:
-    for name in ("a.log", "b.log", "c.txt"):
+    for name in ("a.log", "b.log", "c.log.gz", "notes.txt"):
         shutil.copy(SIMPLE, tmp_path / name)
 
     assert error_of(tmp_path) == (
         f"{tmp_path}: 3 logs found; pass --latest to use the newest, "
-        "or name one: a.log, b.log, c.txt"
+        "or name one: a.log, b.log, c.log.gz"
     )
 
 
@@ -350,7 +350,7 @@ def test_rank_log_directory_gives_all_ranks_and_ignores_the_rest() -> None:
         (MESSY / "dedicated_log_torch_trace_rank_0.log").read_bytes(),
         (MESSY / "dedicated_log_torch_trace_rank_1.log").read_bytes(),
     ]
-    assert resolved.ignored == ["another.log: empty", "some_other_file.txt: empty"]
+    assert resolved.ignored == ["another.log: empty", "some_other_file.txt: not a log"]
     assert any("only rank 0 is built" in note for note in resolved.notes)
 
 

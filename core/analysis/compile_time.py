@@ -82,6 +82,9 @@ FORWARD_ROOT = _timer(
     children=(FORWARD,),
     alone="Forward compile outside the timers below",
 )
+#: A failed compile of torch <= 2.5 logs no frame timer: the time until it raised is in
+#: ``dynamo_time_before_restart_s`` ("if compilation failed, the entire time is wasted").
+FAILED = _timer("Compile until it failed", "dynamo_time_before_restart_s")
 BACKWARD = _timer(
     "Backward compile",
     "backward_cumulative_compile_time_us",
@@ -238,23 +241,40 @@ def self_time_by_phase(
     return sorted(rows, key=lambda row: -((row[1] or 0.0) + (row[2] or 0.0)))
 
 
+def _timed(meta: dict[str, Any]) -> dict[str, Any]:
+    """A record with no compile timer (AOTInductor's, an export's) timed by its start and end."""
+    if _seconds(meta, FORWARD_ROOT) is not None or _seconds(meta, FORWARD) is not None:
+        return meta
+    start, end = meta.get("start_time_us"), meta.get("end_time_us")
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
+    if numbers and end >= start:
+        return {**meta, "duration_us": end - start}
+    return meta
+
+
 def compile_times(trace: Trace) -> list[CompileTime]:
     """Compile units with metrics, slowest first."""
     rows = []
     for unit in trace.units.values():
-        forward = [m.meta for m in unit.metrics if m.type == "compilation_metrics"]
+        forward = [_timed(m.meta) for m in unit.metrics if m.type == "compilation_metrics"]
         backward = [m.meta for m in unit.metrics if m.type == "bwd_compilation_metrics"]
         if not forward and not backward:
             continue
+        tree = phase_tree(forward, FORWARD_ROOT)
+        failed = not tree and any(m.get("fail_type") for m in forward)
+        if failed:
+            tree = phase_tree(forward, FAILED)
         also: list[tuple[str, float]] = []
         for timer in ALSO_MEASURED:
+            if failed and FAILED.keys[0] in timer.keys:
+                continue  # the failed compile's own time, shown as its tree
             values = [v for v in (_seconds(m, timer) for m in forward + backward) if v]
             if values:
                 also.append((timer.label, sum(values)))
         rows.append(
             CompileTime(
                 unit,
-                phase_tree(forward, FORWARD_ROOT),
+                tree,
                 phase_tree(backward, BACKWARD),
                 also,
             )

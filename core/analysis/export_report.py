@@ -32,9 +32,12 @@ FAKE_KERNEL_DOC = (
 )
 NOT_LOGGED = "(not logged)"
 
+#: A data-dependent expression draft export specialized (torch 2.6 names it without
+#: ``_provenance``).
+DATA_DEPENDENT_TYPES = ("propagate_real_tensors_provenance", "propagate_real_tensors")
 FAILURE_TYPES = (
     "guard_added",
-    "propagate_real_tensors_provenance",
+    *DATA_DEPENDENT_TYPES,
     "missing_fake_kernel",
     "mismatched_fake_kernel",
 )
@@ -158,7 +161,7 @@ def _failure(unit: CompileUnit, event: Event) -> ExportFailure | None:
         if meta.get("prefix") != "eval":
             return None  # tlparse reports only guards evaluated during export
         return _guard_failure(unit, event, GUARD_EVALUATED, _guard_reason(meta))
-    if event.type == "propagate_real_tensors_provenance":
+    if event.type in DATA_DEPENDENT_TYPES:
         return _guard_failure(unit, event, DATA_DEPENDENT_ERROR, _data_dependent_reason(meta))
     if event.type in ("missing_fake_kernel", "mismatched_fake_kernel"):
         return _fake_kernel_failure(unit, event)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model import CompileUnit, Trace
+from .views import PARTIAL_GRAPH
 
 OK = "ok"  # success
 BREAK = "break"  # success with a restart, e.g. a graph break
@@ -22,16 +23,17 @@ LABELS = {
 
 
 def classify(metrics: list[dict]) -> str:
-    """tlparse's rule over all attempts of one compile, with one fix.
+    """tlparse's rule over all attempts of one compile, with two fixes.
 
-    A record with no ``restart_reasons`` key no longer counts as a restart.
+    A record with no ``restart_reasons`` key no longer counts as a restart, and one of no
+    frame (an AOTInductor build's: no ``co_name``) is not an empty graph.
     """
     if not metrics:
         return MISSING
     if any(m.get("fail_type") for m in metrics):
         return ERROR
-    if any(not m.get("graph_op_count") for m in metrics):
-        return EMPTY
+    if any(not m.get("graph_op_count") and m.get("co_name") for m in metrics):
+        return EMPTY  # only a frame dynamo traced has a graph: not an AOTInductor build
     if any(m.get("restart_reasons") for m in metrics):
         return BREAK
     return OK
@@ -51,10 +53,13 @@ def statuses(trace: Trace) -> dict[str, str]:
             last = running.get(key)
             if last is None or _attempt(unit) >= _attempt(last):
                 running[key] = unit
+    failed = {_compile_key(u) for u in trace.units.values() if _make_fx_failed(u)}
     result = {}
     for unit in trace.units.values():
         key = _compile_key(unit)
-        if running.get(key) is unit:
+        if key in failed and not by_key[key]:
+            result[unit.display] = ERROR  # a non-strict export logs no metrics, only this
+        elif running.get(key) is unit:
             # the log ends inside this compile (tlparse says "missing", or "success" when it
             # was compiling the backward graph, which torch does after the forward's metrics);
             # an old torch that logs no metrics logs no unended phases either
@@ -64,10 +69,15 @@ def statuses(trace: Trace) -> dict[str, str]:
     return result
 
 
+def _make_fx_failed(unit: CompileUnit) -> bool:
+    return any(a.name == PARTIAL_GRAPH for a in unit.artifacts)
+
+
 def _status_fields(meta: dict) -> dict:
     """The fields :func:`classify` reads: every unit's metrics are held at once here, and a
     whole record is kilobytes (a recompile storm has thousands)."""
-    return {key: meta.get(key) for key in ("fail_type", "graph_op_count", "restart_reasons")}
+    keys = ("fail_type", "graph_op_count", "restart_reasons", "co_name")
+    return {key: meta.get(key) for key in keys}
 
 
 def _attempt(unit: CompileUnit) -> int:

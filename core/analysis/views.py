@@ -9,12 +9,15 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import Artifact, CompileUnit, Trace
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
+#: torch <= 2.6 puts the reason on a "Reason: Unsupported: ..." line under the location.
+_REASON_LINE = re.compile(r"^Reason:[ \t]*(?:Unsupported:[ \t]*)?", re.M)
 _GB_LINK = re.compile(r"https?://\S+/gb/(?P<code>gb\d+)\.html")
 
 
@@ -108,8 +111,12 @@ def parse_graph_break(text: str) -> dict[str, str]:
     head = body[0]
     stack = body[1].split("\n\nTraceback (most recent call last):", 1)[0] if len(body) > 1 else ""
     after = head.split("Graph Break Reason:", 1)
+    labelled = _REASON_LINE.search(head)
     if len(after) > 1:
         title, detail = reason_title(after[1], preamble=True)
+    elif labelled:
+        title, detail = reason_title(head[labelled.end() :])
+        title = _first_sentence(title)
     else:
         title, detail = reason_title(head)
     doc = _GB_LINK.search(text)
@@ -122,6 +129,14 @@ def parse_graph_break(text: str) -> dict[str, str]:
     }
 
 
+def _first_sentence(reason: str) -> str:
+    """The first sentence of a paragraph-long reason (torch <= 2.6 put its advice in it; the
+    whole text stays in the detail)."""
+    if len(reason) <= 100:
+        return reason
+    return reason.split(". ", 1)[0].rstrip(".")
+
+
 def graph_breaks(trace: Trace) -> list[GraphBreak]:
     """Distinct graph breaks, most frequent first, deduplicated by reason, the names its
     explanation quotes (`open` and `print` at one line are two breaks) and location."""
@@ -132,13 +147,7 @@ def graph_breaks(trace: Trace) -> list[GraphBreak]:
                 continue
             info = parse_graph_break(trace.read_payload(artifact.payload))
             _add_break(found, info, unit, artifact)
-    if not found:  # older torch: only the restart reasons in compilation_metrics say it
-        for unit in trace.units.values():
-            for reason in _restart_reasons(unit):
-                title, detail = reason_title(reason)
-                info = {"reason": title, "location": _unit_location(unit), "detail": detail}
-                _add_break(found, {**info, "user_stack": "", "doc_url": ""}, unit, None)
-    breaks = list(found.values())
+    breaks = list(found.values()) or _restart_breaks(trace)
     by_title: dict[str, list[GraphBreak]] = {}
     for gb in breaks:
         by_title.setdefault(gb.title, []).append(gb)
@@ -169,6 +178,85 @@ def _add_break(
     entry.units.append(unit)
     if artifact is not None:
         entry.artifacts.append(artifact)
+
+
+def _restart_breaks(trace: Trace) -> list[GraphBreak]:
+    """Graph breaks of torch <= 2.5, which logs no break record: only the reasons dynamo
+    restarted for, on the restarted attempt's metrics.
+
+    A break is charged to the attempt that hit it (``[1/0]``, not ``[1/0_1]``) and placed at
+    the line dynamo resumed after (its resume function's name says it). One reason hit by
+    several frames (a helper inlined into each caller) is one break, at the line most hits
+    name.
+    """
+    resumes = _resume_lines(trace)
+    found: dict[tuple[str, str, tuple[str, ...]], GraphBreak] = {}
+    lines: dict[int, Counter[str]] = {}
+    for unit in trace.units.values():
+        for reason in _restart_reasons(unit):
+            title, detail = reason_title(reason)
+            title = _first_sentence(title)
+            info = dict(reason=title, location="", detail=detail, user_stack="", doc_url="")
+            hit = _first_attempt(trace, unit)
+            _add_break(found, info, hit, None)
+            entry = found[(title, "", quoted_names(detail))]
+            lines.setdefault(id(entry), Counter())[_break_line(unit, resumes)] += 1
+    for entry in found.values():
+        known = [(n, loc) for loc, n in lines[id(entry)].items() if loc]
+        entry.location = max(known)[1] if known else ""
+    explained = {loc for counts in lines.values() for loc in counts}
+    for unit in trace.units.values():  # a break that did not restart (a data-dependent jump)
+        where = _break_line(unit, resumes) if unit.id and not unit.id.attempt else ""
+        if where and where not in explained and _resumed_at(where, resumes):
+            explained.add(where)
+            info = dict(reason=UNLOGGED_BREAK, location=where, detail="", user_stack="", doc_url="")
+            _add_break(found, info, unit, None)
+    return list(found.values())
+
+
+#: A torch <= 2.5 break dynamo resumed after without restarting, so logged no reason for.
+UNLOGGED_BREAK = "Graph break (this torch logs no reason for it)"
+
+
+def _resumed_at(where: str, resumes: dict[tuple[str, str], list[int]]) -> bool:
+    filename, _, line = where.rpartition(":")
+    return any(f == filename and int(line) in ns for (f, _), ns in resumes.items())
+
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
+
+
+def _resume_lines(trace: Trace) -> dict[tuple[str, str], list[int]]:
+    """(file, function) → the lines dynamo resumed that function after, from the names of
+    the resume functions it compiled."""
+    found: dict[tuple[str, str], list[int]] = {}
+    for unit in trace.units.values():
+        match = _RESUME.match(str(unit.metric("co_name") or ""))
+        if match:
+            key = (str(unit.metric("co_filename")), match["name"])
+            found.setdefault(key, []).append(int(match["line"]))
+    return found
+
+
+def _break_line(unit: CompileUnit, resumes: dict[tuple[str, str], list[int]]) -> str:
+    """``file:line`` where this frame's compile broke: the first resume point after the
+    frame's first line, else the frame's first line."""
+    filename, name = unit.metric("co_filename"), str(unit.metric("co_name") or "")
+    first = unit.metric("co_firstlineno")
+    if not filename:
+        return ""
+    match = _RESUME.match(name)
+    base = match["name"] if match else name
+    lines = resumes.get((str(filename), base), [])
+    after = [n for n in lines if isinstance(first, int) and n > first]
+    return f"{filename}:{min(after) if after else first}"
+
+
+def _first_attempt(trace: Trace, unit: CompileUnit) -> CompileUnit:
+    """The attempt that hit a break (attempt 0), when the restarted one logs its reason."""
+    if unit.id is None or not unit.id.attempt:
+        return unit
+    return trace.units.get(replace(unit.id, attempt=0), unit)
 
 
 def _restart_reasons(unit: CompileUnit) -> list[str]:
@@ -254,8 +342,8 @@ def _frame_location(units: list[CompileUnit]) -> str:
 def _recompile(trace: Trace, unit: CompileUnit, previous: CompileUnit) -> Recompile:
     reasons = recompile_reasons(trace, unit)
     reason = unit.metric("recompile_reason") or (reasons[0] if reasons else "")
-    before = guard_lines(trace, previous)
-    after = guard_lines(trace, unit)
+    before = _final_guards(trace, previous)
+    after = _final_guards(trace, unit)
     if not before or not after:  # a failed compile has no guards: a diff would mislead
         return Recompile(unit, previous, str(reason), reasons, [])
     diff = list(
@@ -263,7 +351,23 @@ def _recompile(trace: Trace, unit: CompileUnit, previous: CompileUnit) -> Recomp
             before, after, f"guards {previous.display}", f"guards {unit.display}", n=1, lineterm=""
         )
     )
-    return Recompile(unit, previous, str(reason), reasons, diff)
+    if not reason:  # torch <= 2.4 logs no reason: the first guard of the previous compile
+        reason = _changed_guard(previous, diff)  # that this one no longer has
+    return Recompile(unit, previous, str(reason).rstrip(), reasons, diff)
+
+
+#: A C++ guard-tree line: the tree drawing and the guard kind ("| | +- EQUALS_MATCH: ").
+_GUARD_TREE = re.compile(r"^[-|+ ]*(?:[A-Z_]+:\s*)?")
+
+
+def _changed_guard(previous: CompileUnit, diff: list[str]) -> str:
+    """``0/0: L['mode'] == 'relu'``, in torch's own reason format, from a guard diff."""
+    for line in diff:
+        if line.startswith("-") and not line.startswith("---"):
+            code = _GUARD_TREE.sub("", line[1:]).split("  #", 1)[0].strip()
+            if code and not code.startswith("GuardManager"):
+                return f"{previous.display.strip('[]')}: {code}"
+    return ""
 
 
 def recompile_reasons(trace: Trace, unit: CompileUnit) -> list[str]:
@@ -282,6 +386,20 @@ def recompile_reasons(trace: Trace, unit: CompileUnit) -> list[str]:
     return [str(reason)] if reason else []
 
 
+def _final_guards(trace: Trace, unit: CompileUnit) -> list[str]:
+    """The guards a compile installed: a compile restarted after a graph break logs them
+    on its last attempt (``[1/0_1]``), not on ``[1/0]``."""
+    lines = guard_lines(trace, unit)
+    attempt = 1
+    while not lines and unit.id is not None:
+        retry = trace.units.get(replace(unit.id, attempt=attempt))
+        if retry is None:
+            break
+        lines = guard_lines(trace, retry)
+        attempt += 1
+    return lines
+
+
 def guard_lines(trace: Trace, unit: CompileUnit) -> list[str]:
     """The guards of a compile, one per line (dynamo_guards, else the C++ guard tree)."""
     for artifact in unit.artifacts:
@@ -290,7 +408,9 @@ def guard_lines(trace: Trace, unit: CompileUnit) -> list[str]:
                 value = json.loads(trace.read_payload(artifact.payload))
             except ValueError:
                 continue
-            return [str(g.get("code")) for g in value if isinstance(g, dict)]
+            codes = [str(g.get("code")) for g in value if isinstance(g, dict)]
+            if codes:  # torch 2.4 logs an empty list here and the guards in C++ form
+                return codes
     for artifact in unit.artifacts:
         if artifact.kind == "dynamo_cpp_guards_str" and artifact.payload is not None:
             return [ln.rstrip() for ln in trace.read_payload(artifact.payload).split("\n")]
@@ -361,25 +481,56 @@ def failure_summary(description: str) -> str:
     return summary
 
 
+#: Failures of a whole frame, whatever record torch logs them in.
+_FRAME_LIMITS = frozenset({"RecompileLimitExceeded", "CacheLimitExceeded"})
+_CLASS_REPR = re.compile(r"^<class '(?:[\w.]+\.)?(?P<name>\w+)'>$")
+
+
+def exception_name(fail_type: Any) -> str:
+    """The exception's class name: torch 2.4 logs ``<class 'torch._dynamo.exc.Unsupported'>``."""
+    text = str(fail_type or "").strip()
+    match = _CLASS_REPR.match(text)
+    return match["name"] if match else text
+
+
+#: What a failed ``make_fx`` trace (a non-strict ``torch.export`` that raised) logs: the
+#: graph it had traced, never the exception.
+PARTIAL_GRAPH = "make_fx_fail_partial"
+MAKE_FX_FAILED = "make_fx raised"
+
+
 def failures(trace: Trace) -> list[Failure]:
     rows: list[Failure] = []
     starts = _frame_starts(trace)
     for unit in trace.units.values():
+        if any(a.name == PARTIAL_GRAPH for a in unit.artifacts) and not unit.metrics:
+            rows.append(
+                Failure(
+                    unit,
+                    MAKE_FX_FAILED,
+                    "the traced code raised (a non-strict torch.export, for one); the trace "
+                    f"logs the graph traced so far ({PARTIAL_GRAPH}), not the exception",
+                    "",
+                    False,
+                )
+            )
         for event in unit.metrics:
             if event.type not in ("compilation_metrics", "bwd_compilation_metrics"):
                 continue
             meta = event.meta
-            backward = event.type.startswith("bwd")
+            fail_type = exception_name(meta.get("fail_type"))
+            # torch 2.6 logs the recompile limit (a frame's, never a backward's) as bwd metrics
+            backward = event.type.startswith("bwd") and fail_type not in _FRAME_LIMITS
             for reason in meta.get("restart_reasons") or []:
                 rows.append(Failure(unit, "RestartAnalysis", str(reason), "", True, backward))
-            if meta.get("fail_type"):
+            if fail_type:
                 filename = meta.get("fail_user_frame_filename")
                 line = meta.get("fail_user_frame_lineno")
                 source = f"{filename}:{line}" if filename and line else ""
                 rows.append(
                     Failure(
                         unit,
-                        str(meta["fail_type"]),
+                        fail_type,
                         str(meta.get("fail_reason") or "(no reason logged)"),
                         source,
                         False,
