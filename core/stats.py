@@ -107,9 +107,19 @@ class ParseStats:
             detail = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(skipped.items()))
             first = min(self.lines_by_reason[k][0] for k in skipped)
             parts.append(f"{self.skipped_lines:,} lines skipped ({detail}; first at line {first})")
-        if self.findings["md5_mismatch"]:
-            parts.append(f"{self.findings['md5_mismatch']:,} payload MD5 mismatches")
+        if mismatches := self.findings["md5_mismatch"]:
+            parts.append(f"{mismatches:,} payload MD5 mismatch{'' if mismatches == 1 else 'es'}")
         return f"{self.source}: " + "; ".join(parts)
+
+    def why_not_clean(self) -> str:
+        """What ``--strict`` fails on, as a phrase (empty when :attr:`is_clean`)."""
+        parts = []
+        if skipped := self.skipped_lines:
+            parts.append(f"{skipped:,} input line{' was' if skipped == 1 else 's were'} skipped")
+        if damaged := self.findings["md5_mismatch"]:
+            were = "payload was" if damaged == 1 else "payloads were"
+            parts.append(f"{damaged:,} {were} damaged (MD5 mismatch)")
+        return " and ".join(parts)
 
     def not_a_trace(self) -> str | None:
         """Why the input is not a TORCH_TRACE log when no line of it held a record, else None.

@@ -1,0 +1,68 @@
+"""Issue #16, review findings 1, 2, 5, 6, 15 and 19: what a reviewer saw wrong in the built
+reports and the terminal, checked on real traces (the fixtures and tlparse's own inputs)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+from corpus import FIXTURE_TRACES, tlparse_input
+from test_cli import run_tlsite
+
+from tlsite.core import load
+from tlsite.core.render.pages import render_tree
+
+CORRUPTED = tlparse_input("simple_corrupted_json.log")
+KILLED = FIXTURE_TRACES / "killed" / "killed.log"
+EXPORT_DRAFT = FIXTURE_TRACES / "export_draft" / "export_draft.log"
+MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>~])")
+
+
+def pages_of(log: Path) -> dict[str, str]:
+    """The report's Markdown pages by path, with Markdown's backslash escapes removed."""
+    return {page.path: MD_ESCAPE.sub(r"\1", page.markdown) for page in render_tree(load(log)).pages}
+
+
+def words(markdown: str) -> str:
+    """Markdown as read: links, emphasis and tags dropped, whitespace collapsed."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    text = re.sub(r"<[^>]+>", " ", text).replace("**", "")
+    return " ".join(text.split())
+
+
+# -- 1. a table runs into the next heading --------------------------------------------------------
+@pytest.mark.parametrize(
+    "log",
+    [CORRUPTED, *sorted(FIXTURE_TRACES.glob("*/*.log"))],
+    ids=lambda p: p.stem,
+)
+def test_no_table_runs_into_the_line_after_it(log: Path) -> None:
+    """A pipe table ends at a blank line; a heading right after the last row becomes a row
+    ("## Where" in the Findings table of simple_corrupted_json's health page)."""
+    for path, markdown in pages_of(log).items():
+        lines = markdown.splitlines()
+        for row, after in itertools.pairwise(lines):
+            if row.startswith("|") and row.rstrip().endswith("|") and after.strip():
+                assert after.startswith("|"), f"{path}: table row followed by {after!r}"
+
+
+# -- 2. --strict and damaged payloads -------------------------------------------------------------
+def test_strict_says_why_it_exits_3_on_a_damaged_payload(tmp_path: Path) -> None:
+    """simple_corrupted_json.log has one payload whose MD5 does not match (line 13)."""
+    done = run_tlsite(
+        "build", str(CORRUPTED), "-o", "site", "--bundle", "none", "--strict", cwd=tmp_path
+    )
+    assert done.returncode == 3, done.stderr
+    assert re.search(r"\b1 payload MD5 mismatch\b(?!es)", done.stdout), done.stdout
+    assert "--strict: 1 payload was damaged (MD5 mismatch); exit 3" in done.stderr
+
+
+def test_overview_and_health_page_say_a_payload_was_damaged() -> None:
+    pages = pages_of(CORRUPTED)
+    log_row = next(line for line in pages["index.md"].splitlines() if ">Log<" in line)
+    assert "1 damaged payload (MD5 mismatch)" in words(log_row)
+    assert "](health.md)" in log_row
+    health = words(pages["health.md"])
+    assert "1 payload did not match its MD5" in health
