@@ -146,8 +146,11 @@ def shorten_line(raw: bytes) -> str:
     """A line quoted for a message: control characters and undecodable bytes escaped, cut."""
     shown: list[str] = []
     length = 0
-    for char in raw[: FIRST_LINE_CHARS * 4].decode("utf-8", "backslashreplace"):
-        token = char if char.isprintable() else repr(char)[1:-1]
+    for char in raw[: FIRST_LINE_CHARS * 4].decode("utf-8", "surrogateescape"):
+        if "\udc80" <= char <= "\udcff":  # an undecodable byte, kept whole as one escape
+            token = f"\\x{ord(char) - 0xDC00:02x}"
+        else:
+            token = char if char.isprintable() else repr(char)[1:-1]
         length += len(token)
         if length > FIRST_LINE_CHARS:  # cut between characters, never inside an escape
             shown.append("…")

@@ -66,3 +66,30 @@ def test_overview_and_health_page_say_a_payload_was_damaged() -> None:
     assert "](health.md)" in log_row
     health = words(pages["health.md"])
     assert "1 payload did not match its MD5" in health
+
+
+# -- 19. --overwrite keeps the user's files; the not-a-trace message quotes whole escapes ---------
+def test_overwrite_refuses_a_report_holding_a_file_the_user_added(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    args = ("build", str(KILLED), "-o", "site", "--bundle", "none", "--overwrite", "--quiet")
+    assert run_tlsite(*args, cwd=tmp_path).returncode == 0
+    assert run_tlsite(*args, cwd=tmp_path).returncode == 0  # exactly what tlsite wrote
+    (site / "payloads" / "my notes.txt").write_text("mine\n", encoding="utf-8")
+    done = run_tlsite(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1
+    assert "payloads/my notes.txt" in done.stderr
+    assert (site / "payloads" / "my notes.txt").read_text(encoding="utf-8") == "mine\n"
+
+
+@pytest.mark.parametrize("lead", range(4))
+def test_not_a_trace_message_never_cuts_an_escape(tmp_path: Path, lead: int) -> None:
+    """Undecodable bytes are quoted as ``\\xNN``; the quote is cut before one, never inside."""
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"a" * lead + bytes(range(0x80, 0x100)) * 2)
+    done = run_tlsite("build", str(junk), "-o", "site", "--bundle", "none", cwd=tmp_path)
+    assert done.returncode == 1
+    quoted = done.stderr.rsplit("it starts with ", 1)[1].strip()
+    assert quoted.endswith('…"'), quoted
+    body = quoted[1:-2].lstrip("a")
+    assert re.fullmatch(r"(\\x[0-9a-f]{2})+", body), quoted
