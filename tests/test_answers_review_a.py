@@ -93,3 +93,29 @@ def test_not_a_trace_message_never_cuts_an_escape(tmp_path: Path, lead: int) -> 
     assert quoted.endswith('…"'), quoted
     body = quoted[1:-2].lstrip("a")
     assert re.fullmatch(r"(\\x[0-9a-f]{2})+", body), quoted
+
+
+# -- 5. the end-of-build summary names the main finding -------------------------------------------
+def test_build_summary_says_the_log_ends_inside_an_unfinished_compile(tmp_path: Path) -> None:
+    """killed.log was cut while [1/0] was compiling (tests/fixtures/README.md)."""
+    done = run_tlsite("build", str(KILLED), "-o", "site", "--bundle", "none", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = next(line for line in done.stdout.splitlines() if line.startswith("Found: "))
+    assert found.startswith("Found: the log ends inside [1/0] (interrupted), 1 graph break")
+
+
+def test_build_summary_names_the_draft_export_issues(tmp_path: Path) -> None:
+    done = run_tlsite("build", str(EXPORT_DRAFT), "-o", "site", "--bundle", "none", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Found: 4 draft-export issues" in done.stdout
+
+
+# -- 6. the draft-export overview does not contradict itself --------------------------------------
+def test_draft_export_overview_lists_its_issues_and_no_compile_sections() -> None:
+    overview = pages_of(EXPORT_DRAFT)["index.md"]
+    worst = words(overview.split("## Worst problems first", 1)[1].split("\n## ", 1)[0])
+    assert worst.startswith("- Draft export: 4 issues")
+    assert "No compilation failures" not in overview and "were logged" not in worst
+    assert "## Stack trie" not in overview and "dynamo_start" not in overview
+    assert "dynamo_output_graph" not in overview  # the torch.compile pipeline explainer
+    assert "](export_report.md)" in overview.split("## How to read this report", 1)[1]
