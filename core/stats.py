@@ -101,12 +101,14 @@ class ParseStats:
 
     def summary(self) -> str:
         """One line for the terminal, e.g. ``trace.log: 1,204 records; 2 lines skipped (…)``."""
-        parts = [f"{self.records:,} records from {self.total_lines:,} lines"]
+        parts = [_count(self.records, "record") + " from " + _count(self.total_lines, "line")]
         skipped = {k: n for k, n in self.outcomes.items() if k in SKIP_REASONS and n}
         if skipped:
             detail = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(skipped.items()))
             first = min(self.lines_by_reason[k][0] for k in skipped)
-            parts.append(f"{self.skipped_lines:,} lines skipped ({detail}; first at line {first})")
+            parts.append(
+                f"{_count(self.skipped_lines, 'line')} skipped ({detail}; first at line {first})"
+            )
         if mismatches := self.findings["md5_mismatch"]:
             parts.append(f"{mismatches:,} payload MD5 mismatch{'' if mismatches == 1 else 'es'}")
         return f"{self.source}: " + "; ".join(parts)
@@ -157,3 +159,7 @@ def shorten_line(raw: bytes) -> str:
             break
         shown.append(token)
     return '"' + "".join(shown) + '"'
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"

@@ -27,7 +27,7 @@ def pages_of(log: Path) -> dict[str, str]:
 
 def words(markdown: str) -> str:
     """Markdown as read: links, emphasis and tags dropped, whitespace collapsed."""
-    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    text = re.sub(r"\[((?:\[[^\]]*\]|[^\][])*)\]\([^)]*\)", r"\1", markdown)
     text = re.sub(r"<[^>]+>", " ", text).replace("**", "")
     return " ".join(text.split())
 
@@ -119,3 +119,30 @@ def test_draft_export_overview_lists_its_issues_and_no_compile_sections() -> Non
     assert "## Stack trie" not in overview and "dynamo_start" not in overview
     assert "dynamo_output_graph" not in overview  # the torch.compile pipeline explainer
     assert "](export_report.md)" in overview.split("## How to read this report", 1)[1]
+
+
+# -- 15. wording: one thing is not "1 things" -----------------------------------------------------
+ONE_OF_MANY = re.compile(
+    r"(?<![\d.,/\[])\b1 (compile ids|frames|lines|records|times|issues|payloads|graph breaks"
+    r"|recompiles|failures|nodes|hits|misses|bypasses|compiles|mismatches|slowest compile ids)\b"
+)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [CORRUPTED, *sorted(FIXTURE_TRACES.glob("*/*.log"))],
+    ids=lambda p: p.stem,
+)
+def test_one_thing_is_said_in_the_singular(log: Path) -> None:
+    """e.g. "(1 frames)" on compile pages, "1 compile ids took", "hit 1 times", "1 misses"."""
+    for path, markdown in pages_of(log).items():
+        found = [m.group(0) for m in ONE_OF_MANY.finditer(markdown)]
+        assert found == [], f"{path}: {found}"
+
+
+def test_killed_compile_time_page_counts_one_compile_and_names_the_interrupted_one() -> None:
+    page = words(pages_of(KILLED)["compile_time.md"])
+    assert "1 compile id took 24.24 s in all." in page
+    assert "forward and backward" not in page  # nothing in this trace compiled a backward
+    assert "[1/0] was still compiling when the log ended" in page
+    assert "its time is not counted here" in page

@@ -494,6 +494,7 @@ class ReportRenderer:
             times=self.times,
             total=sum(t.total for t in self.times),
             phases=self_time_by_phase(self.times),
+            interrupted=self.interrupted,
             chart=Markup("".join(line.strip() for line in chart.splitlines())),
             status=self.status,
             unit_path=self.unit_path,
