@@ -3,9 +3,9 @@
 Exit codes: 0 the report was built; 1 nothing could be built (the input is missing,
 unreadable or not a trace); 2 usage error (bad flags, an existing output without
 ``--overwrite``, or one ``--overwrite`` must not replace: see :mod:`tlsite.core.output`); 3 the
-report was built but ``--strict`` found skipped lines; 130 interrupted (Ctrl-C); 143 terminated
-(SIGTERM). ``tlsite run`` exits with the command's own code when it failed (``128 + N`` when
-signal N ended it).
+report was built but ``--strict`` found skipped lines or damaged payloads; 130 interrupted
+(Ctrl-C); 143 terminated (SIGTERM). ``tlsite run`` exits with the command's own code when it
+failed (``128 + N`` when signal N ended it).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class BuildOutcome:
     summary: str
     clean: bool
     bundle_format: str = "zip"
+    why_not_clean: str = ""  # what --strict fails on, when not clean
 
 
 def example_trace() -> Path:
@@ -160,7 +161,9 @@ def _add_site_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-zip", action="store_true", help="write no bundle (--bundle none)")
     parser.add_argument(
-        "--strict", action="store_true", help="exit 3 (after building) if any line was skipped"
+        "--strict",
+        action="store_true",
+        help="exit 3 (after building) if any line was skipped or any payload was damaged",
     )
     parser.add_argument("--quiet", action="store_true", help="print only errors")
     parser.add_argument(
@@ -339,12 +342,18 @@ def _build_command(args: argparse.Namespace) -> int:
         _print_summary(outcome)
     if args.serve:
         code = _serve_command(outcome.site, args.host, args.port)
-        return EXIT_STRICT if code == EXIT_OK and args.strict and not outcome.clean else code
+        return _strict_code(args, outcome) if code == EXIT_OK else code
     if not args.no_browser and _can_open_browser():
         webbrowser.open((outcome.site / "index.html").resolve().as_uri())
-    if args.strict and not outcome.clean:
-        return EXIT_STRICT
-    return EXIT_OK
+    return _strict_code(args, outcome)
+
+
+def _strict_code(args: argparse.Namespace, outcome: BuildOutcome) -> int:
+    """EXIT_STRICT, saying why on stderr, when ``--strict`` finds the input damaged."""
+    if not args.strict or outcome.clean:
+        return EXIT_OK
+    print(f"tlsite: --strict: {outcome.why_not_clean}; exit {EXIT_STRICT}", file=sys.stderr)
+    return EXIT_STRICT
 
 
 def _serve_command(site: Path, host: str, port: int) -> int:
@@ -509,9 +518,7 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         webbrowser.open((outcome.site / "index.html").resolve().as_uri())
     if returncode != 0:
         return returncode
-    if args.strict and not outcome.clean:
-        return EXIT_STRICT
-    return EXIT_OK
+    return _strict_code(args, outcome)
 
 
 def build(
@@ -633,6 +640,7 @@ def build(
         summary="\n".join([*resolved.skipped, stats.summary(), f"Found: {found[0]}"]),
         clean=stats.is_clean,
         bundle_format=fmt,
+        why_not_clean=stats.why_not_clean(),
     )
 
 
@@ -733,6 +741,7 @@ def _build_all_ranks(
         summary="\n".join(lines),
         clean=outcome.clean,
         bundle_format=fmt,
+        why_not_clean="a rank log had skipped lines or damaged payloads (see above)",
     )
 
 

@@ -49,7 +49,7 @@ def _relative_files(site: Path) -> list[str]:
     return names
 
 
-def _site_listing(site: Path) -> list[str]:
+def site_listing(site: Path) -> list[str]:
     """:func:`_relative_files` without the manifest (it never lists itself)."""
     return [name for name in _relative_files(site) if name != MANIFEST_NAME]
 
@@ -138,7 +138,7 @@ def manifest_json(
 
     The manifest itself (``MANIFEST_NAME`` at the root) is not listed.
     """
-    listing = _site_listing(site)
+    listing = site_listing(site)
     chunks = _manifest_chunks(site, listing, {}, trace=trace, version=version, extra=extra)
     return "".join(chunks).encode("utf-8")
 
@@ -336,7 +336,7 @@ def _complete_zip(
     folder. The input log goes in last, only if the archive stays attachable with it
     (see :data:`RAW_LOG`); the manifest says when it was left out.
     """
-    listing = _site_listing(site)
+    listing = site_listing(site)
     on_disk = set(listing)
     if any(
         name not in on_disk or os.stat(os.path.join(site, name)).st_size != digest.size

@@ -5,17 +5,19 @@ is, or holds, the input trace. tlsite's own folders are known by a mark tlsite a
 a report site by its ``manifest.json`` naming tlsite as generator (written whatever the
 bundle format, ``none`` too), a Markdown project by the header line of its ``mkdocs.yml``.
 The archive written beside a site (``<site>.zip`` or ``<site>.7z``) is replaced only when it
-is the bundle of a tlsite site of that name.
+is the bundle of a tlsite site of that name. A site that holds a file its manifest does not
+list (one the user added) is not replaced either.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from .bundle import MANIFEST_NAME
+from .bundle import MANIFEST_NAME, site_listing
 
 #: The first line of the ``mkdocs.yml`` that ``tlsite markdown`` writes.
 MARKDOWN_HEADER = (
@@ -49,6 +51,17 @@ def written_by_tlsite(folder: Path) -> bool:
     if is_tlsite_site(folder):
         return True
     return _head(folder / "mkdocs.yml").startswith(MARKDOWN_HEADER.encode())
+
+
+def file_not_written(site: Path) -> str | None:
+    """A file in the tlsite site ``site`` that its manifest does not list (one the user put
+    there), by its relative path, or None when the site holds only what tlsite wrote."""
+    try:
+        with open(site / MANIFEST_NAME, encoding="utf-8") as file:
+            listed = {entry["path"] for entry in json.load(file)["files"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return MANIFEST_NAME  # a manifest that cannot be read cannot vouch for the folder
+    return next((name for name in site_listing(site) if name not in listed), None)
 
 
 def is_tlsite_bundle(archive: Path, site_name: str) -> bool:
@@ -112,6 +125,12 @@ def refusal(out: Path, *, inputs: Iterable[str | Path] = (), bundle: str = "none
             return (
                 f"{out} is not a folder tlsite wrote (no tlsite {MANIFEST_NAME}) and is not "
                 "empty: refusing to replace it; remove it yourself or use -o DIR"
+            )
+        added = file_not_written(out) if is_tlsite_site(out) else None
+        if added is not None:
+            return (
+                f"{out} holds {added}, which tlsite did not write (its {MANIFEST_NAME} does "
+                "not list it): refusing to replace it; move it out or use -o DIR"
             )
     if archive is not None and _exists(archive) and not is_tlsite_bundle(archive, out.name):
         return (

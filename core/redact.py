@@ -195,13 +195,14 @@ def redaction_note(redactor: Redactor) -> Markup:
         parts.append(f"; {n} given path prefix{'es' if n > 1 else ''} became `REDACTED`")
     changed = counts["home"] + counts["user"] + counts["prefix"]
     parts.append(
-        f". {changed:,} path{'s' if changed != 1 else ''} were rewritten on "
-        f"{stats.lines_changed:,} lines"
+        f". {changed:,} path{' was' if changed == 1 else 's were'} rewritten on "
+        f"{stats.lines_changed:,} line{'' if stats.lines_changed == 1 else 's'}"
     )
     if stats.md5_rewritten:
         parts.append(
-            f", and the MD5 of {stats.md5_rewritten:,} rewritten payloads was recomputed "
-            "(so they are not reported as damaged)"
+            f", and the MD5 of {stats.md5_rewritten:,} rewritten "
+            f"payload{'' if stats.md5_rewritten == 1 else 's'} was recomputed "
+            f"(so {'it is' if stats.md5_rewritten == 1 else 'they are'} not reported as damaged)"
         )
     parts.append(".")
     if redactor.drops_code:

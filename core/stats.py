@@ -102,18 +102,30 @@ class ParseStats:
 
     def summary(self) -> str:
         """One line for the terminal, e.g. ``trace.log: 1,204 records; 2 lines skipped (…)``."""
-        parts = [f"{self.records:,} records from {self.total_lines:,} lines"]
+        parts = [_count(self.records, "record") + " from " + _count(self.total_lines, "line")]
         skipped = {k: n for k, n in self.outcomes.items() if k in SKIP_REASONS and n}
         if skipped:
             detail = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(skipped.items()))
             first = min(self.lines_by_reason[k][0] for k in skipped)
-            parts.append(f"{self.skipped_lines:,} lines skipped ({detail}; first at line {first})")
-        if self.findings["md5_mismatch"]:
-            parts.append(f"{self.findings['md5_mismatch']:,} payload MD5 mismatches")
+            parts.append(
+                f"{_count(self.skipped_lines, 'line')} skipped ({detail}; first at line {first})"
+            )
+        if mismatches := self.findings["md5_mismatch"]:
+            parts.append(f"{mismatches:,} payload MD5 mismatch{'' if mismatches == 1 else 'es'}")
         for sample in self.samples:
             if sample.reason == "input_cut":
                 parts.append(f"{sample.detail} (line {sample.line:,})")
         return f"{self.source}: " + "; ".join(parts)
+
+    def why_not_clean(self) -> str:
+        """What ``--strict`` fails on, as a phrase (empty when :attr:`is_clean`)."""
+        parts = []
+        if skipped := self.skipped_lines:
+            parts.append(f"{skipped:,} input line{' was' if skipped == 1 else 's were'} skipped")
+        if damaged := self.findings["md5_mismatch"]:
+            were = "payload was" if damaged == 1 else "payloads were"
+            parts.append(f"{damaged:,} {were} damaged (MD5 mismatch)")
+        return " and ".join(parts)
 
     def not_a_trace(self) -> str | None:
         """Why the input is not a TORCH_TRACE log when no line of it held a record, else None.
@@ -145,11 +157,18 @@ def shorten_line(raw: bytes) -> str:
     """A line quoted for a message: control characters and undecodable bytes escaped, cut."""
     shown: list[str] = []
     length = 0
-    for char in raw[: FIRST_LINE_CHARS * 4].decode("utf-8", "backslashreplace"):
-        token = char if char.isprintable() else repr(char)[1:-1]
+    for char in raw[: FIRST_LINE_CHARS * 4].decode("utf-8", "surrogateescape"):
+        if "\udc80" <= char <= "\udcff":  # an undecodable byte, kept whole as one escape
+            token = f"\\x{ord(char) - 0xDC00:02x}"
+        else:
+            token = char if char.isprintable() else repr(char)[1:-1]
         length += len(token)
         if length > FIRST_LINE_CHARS:  # cut between characters, never inside an escape
             shown.append("…")
             break
         shown.append(token)
     return '"' + "".join(shown) + '"'
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"

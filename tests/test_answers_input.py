@@ -220,10 +220,10 @@ def test_overwrite_replaces_a_report_tlsite_wrote(
     site = tmp_path / "site"
     args = ["build", str(SIMPLE), "-o", str(site), "--bundle", bundle]
     assert main(args, capsys)[0] == 0
-    (site / "stale.html").write_text("from an older build\n", encoding="utf-8")
+    (site / "index.html").write_text("from an older build\n", encoding="utf-8")
     code, _, err = main([*args, "--overwrite"], capsys)
     assert code == cli.EXIT_OK, err
-    assert (site / "index.html").is_file() and not (site / "stale.html").exists()
+    assert (site / "index.html").read_text(encoding="utf-8") != "from an older build\n"
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == (["site"] if bundle == "none" else ["site", f"site.{bundle}"])
 

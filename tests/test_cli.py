@@ -79,15 +79,16 @@ def test_existing_output_without_overwrite_is_refused(tmp_path: Path, cwd: Path)
 
 
 def test_overwrite_replaces_the_output(tmp_path: Path, cwd: Path) -> None:
-    """A report tlsite wrote is replaced whole (a folder that is not tlsite's is refused:
-    see test_answers_input.py)."""
+    """A report tlsite wrote is replaced whole (a folder that is not tlsite's, or a report
+    holding a file of the user's, is refused: see test_answers_input.py and
+    test_answers_review_a.py)."""
     out = tmp_path / "report"
     done = run_tlsite("build", "--example", "-o", str(out), "--no-browser", cwd=cwd)
     assert done.returncode == 0, done.stderr
-    (out / "stale.html").write_text("old\n", encoding="utf-8")
+    (out / "index.html").write_text("old\n", encoding="utf-8")
     done = run_tlsite("build", "--example", "-o", str(out), "--overwrite", "--no-browser", cwd=cwd)
     assert done.returncode == 0, done.stderr
-    assert not (out / "stale.html").exists()
+    assert (out / "index.html").read_text(encoding="utf-8") != "old\n"
     assert (out / "index.html").is_file()
     # nothing left over from the staging folder or the old report
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "report", "report.zip"]

@@ -610,13 +610,13 @@ CLI_CASES: dict[str, CliCase] = {
     "cut_mid_json": CliCase(
         _file("cut.log", _comp_metrics_with(_cut_mid_json)),
         0,
-        r"1 lines skipped",
+        r"1 line skipped",
         (("bad_json", 65),),
     ),
     "payload_line_dropped": CliCase(
         _file("dropped.log", _comp_metrics_with(_dropped_payload_line)),
         0,
-        r"1 payload MD5 mismatches",
+        r"1 payload MD5 mismatch$",
         (("md5_mismatch", 10),),
     ),
     "garbage_and_non_utf8_lines": CliCase(
@@ -641,7 +641,7 @@ CLI_CASES: dict[str, CliCase] = {
             "long.log", lambda: b"y" * (10 * MB) + b"\n" + tlparse_input("links.log").read_bytes()
         ),
         0,
-        r"1 lines skipped \(1 bad header; first at line 1\)",
+        r"1 line skipped \(1 bad header; first at line 1\)",
         (("bad_header", 1),),
     ),
     # no record read at all: not a trace, whatever the reason (no report that looks clean)

@@ -287,7 +287,8 @@ def existing(tmp_path: Path) -> tuple[Path, dict[str, bytes], dict[str, bytes]]:
     """A report and its bundle from an earlier build: (site, its files, files beside it)."""
     out = tmp_path / "report"
     build(str(tlparse_input("links.log")), out, bundle="zip")
-    (out / "my notes.txt").write_text("kept\n", encoding="utf-8")
+    with open(out / "index.html", "a", encoding="utf-8") as page:  # a file tlsite listed
+        page.write("<!-- changed since the build -->\n")
     return out, snapshot(out), snapshot(tmp_path, skip=lambda p: out in p.parents or p == out)
 
 
@@ -368,7 +369,7 @@ def test_unreadable_input_leaves_the_old_report(
 def test_a_successful_build_replaces_report_and_bundle_together(existing: Any) -> None:
     out = existing[0]
     outcome = build(str(EXAMPLE), out, bundle="zip")
-    assert not (out / "my notes.txt").exists()
+    assert "changed since the build" not in (out / "index.html").read_text(encoding="utf-8")
     assert outcome.bundle == out.with_name("report.zip")
     with zipfile.ZipFile(outcome.bundle) as bundle:
         names = {n.removeprefix("report/") for n in bundle.namelist()}

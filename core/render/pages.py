@@ -19,6 +19,7 @@ from markupsafe import Markup
 from ..analysis import status as status_mod
 from ..analysis import views
 from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
+from ..analysis.export_report import export_failures
 from ..analysis.graph_size import fx_node_count
 from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
@@ -240,17 +241,23 @@ class ReportRenderer:
     # -- the tree --------------------------------------------------------------------------
     def found(self) -> str:
         """What the report found, with the overview's counts: the end-of-build line says it."""
+        lead = [f"the log ends inside {cut.unit.display} (interrupted)" for cut in self.interrupted]
+        if self.trace.export_mode:
+            issues = len(export_failures(self.trace))
+            lead.append(
+                _count(issues, "draft-export issue") if issues else "no draft-export issues"
+            )
         breaks = len(self.graph_breaks)
         hits = sum(b.count for b in self.graph_breaks)
         errors = sum(1 for f in self.failures if not f.is_restart)
         if not (breaks or errors or self.recompiles):
-            return "no graph breaks, compilation failures or recompiles"
+            return ", ".join([*lead, "no graph breaks, compilation failures or recompiles"])
         parts = [_count(breaks, "graph break")]
         if hits != breaks:
             parts[0] += f" (hit {hits:,} times)"
         parts.append(_count(errors, "compilation failure"))
         parts.append(_count(len(self.recompiles), "recompile"))
-        return ", ".join(parts)
+        return ", ".join([*lead, *parts])
 
     def render_tree(self, sink: Callable[[Page], None] | None = None) -> SiteTree:
         tree = SiteTree(sink=sink, found=self.found())
@@ -487,6 +494,7 @@ class ReportRenderer:
             times=self.times,
             total=sum(t.total for t in self.times),
             phases=self_time_by_phase(self.times),
+            interrupted=self.interrupted,
             chart=Markup("".join(line.strip() for line in chart.splitlines())),
             status=self.status,
             unit_path=self.unit_path,
