@@ -125,6 +125,8 @@ class ParseStats:
         if damaged := self.findings["md5_mismatch"]:
             were = "payload was" if damaged == 1 else "payloads were"
             parts.append(f"{damaged:,} {were} damaged (MD5 mismatch)")
+        if self.findings["input_cut"]:
+            parts.append("the input breaks off before its end")
         return " and ".join(parts)
 
     def not_a_trace(self) -> str | None:
