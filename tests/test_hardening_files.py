@@ -353,12 +353,12 @@ def test_a_site_embedding_a_gz_trace_gets_the_log_bytes_in_raw_log(tmp_path: Pat
 def test_strict_says_a_cut_input_is_why_it_exits_3(tmp_path: Path) -> None:
     cut = tmp_path / "cut.log.gz"
     cut.write_bytes(_cut(gzip.compress(SIMPLE.read_bytes()), 0.5))
+    command = ["build", str(cut), "-o", str(tmp_path / "site"), "--bundle", "none", "--strict"]
     done = subprocess.run(
-        [sys.executable, "-m", "tlsite", "build", str(cut), "-o", str(tmp_path / "site")]
-        + ["--bundle", "none", "--strict", "--no-browser"],
+        [sys.executable, "-m", "tlsite", *command, "--no-browser"],
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 3, done.stderr
-    assert "--strict: the input breaks off before its end; exit 3" in done.stderr
+    assert "the input breaks off before its end; exit 3" in done.stderr
