@@ -1,0 +1,157 @@
+"""Bounded time and memory whatever the input (issue #20, points 7-10).
+
+Complexity is checked by counting work (bytes copied, objects kept) rather than by timing, so
+the tests hold on a loaded machine; the one timed test has a bound a hundred times its cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tlsite.core import records
+from tlsite.core.records import HEADER, HEADER_WINDOW, RecordReader
+from tlsite.core.stats import ParseStats
+
+PROJECT_PARENT = Path(__file__).resolve().parents[2]
+HEAD = "V0101 00:00:00.000000 1 f.py:1] "
+
+# tlparse's header pattern as written (Rust's regex never backtracks; Python's does).
+TLPARSE_HEADER = re.compile(
+    r"(?P<level>[VIWEC])(?P<month>\d{2})(?P<day>\d{2}) "
+    r"(?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2}).(?P<micro>\d{6}) "
+    r"(?P<thread>\d+)(?P<pathname>[^:]+):(?P<lineno>\d+)\] (?P<json>.)"
+)
+
+
+def payload_record(payload: str, name: str = "x") -> str:
+    md5 = hashlib.md5(payload.encode()).hexdigest()
+    envelope = f'{{"artifact": {{"name": "{name}", "encoding": "string"}}, "has_payload": "{md5}"}}'
+    return f"{HEAD}{envelope}\n\t{payload}\n"
+
+
+class CopyCounter:
+    """Counts the bytes the reader's buffer holds after each refill (what it copied)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.copied = 0
+        fill = RecordReader._fill
+
+        def counted(reader: RecordReader) -> bool:
+            more = fill(reader)
+            self.copied += len(reader._buf)
+            return more
+
+        monkeypatch.setattr(RecordReader, "_fill", counted)
+
+
+def read_in_chunks(data: bytes, size: int) -> ParseStats:
+    stats = ParseStats(source="t.log")
+    chunks = (data[i : i + size] for i in range(0, len(data), size))
+    list(RecordReader(chunks, stats))
+    return stats
+
+
+# -- 7: one very long line -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("x" * 2_000_000 + "\n", id="junk"),
+        pytest.param(HEAD + '{"artifact": {"pad": "' + "a" * 2_000_000 + '"}}\n', id="header"),
+        pytest.param(payload_record("b" * 2_000_000), id="payload"),
+    ],
+)
+def test_a_long_line_is_copied_a_bounded_number_of_times(monkeypatch, line):
+    """Gathering a 2 MB line from 4 KB chunks copies it a few times over, not once per chunk
+    (which made a 200 MB line take half a minute and a 2 GB one hours)."""
+    counter = CopyCounter(monkeypatch)
+    data = line.encode()
+    stats = read_in_chunks(data, 4096)
+    assert stats.total_lines == line.count("\n")
+    assert sum(stats.outcomes.values()) == stats.total_lines
+    assert counter.copied < 8 * len(data), f"copied {counter.copied:,} bytes for {len(data):,}"
+
+
+def test_long_lines_read_the_same_whatever_the_chunks():
+    data = (
+        payload_record("p" * 70_000)
+        + "y" * 50_000
+        + "\n"
+        + HEAD
+        + '{"str": ["'
+        + "s" * 60_000
+        + '", 0]}\n'
+        + payload_record("q\n\tr" * 9_000, name="two")
+    ).encode()
+    whole = read_in_chunks(data, len(data))
+    for size in (1, 7, 4096, 65_537):
+        assert read_in_chunks(data, size) == whole
+    assert +whole.outcomes == {"record": 2, "payload": 9_002, "bad_header": 1, "interned": 1}
+
+
+# -- 8: the header regex ---------------------------------------------------------------------------
+def test_a_line_of_header_like_digits_reads_at_once():
+    """A 100 KB ``V0101 00:00:00.000000 111…`` line took the header pattern 87 s of
+    backtracking. Run in a child so that a regression fails instead of hanging the suite."""
+    script = textwrap.dedent(
+        """
+        from tlsite.core.records import RecordReader
+        from tlsite.core.stats import ParseStats
+        line = b"V0101 00:00:00.000000 " + b"1" * 100_000 + b"\\n"
+        stats = ParseStats()
+        list(RecordReader([line * 3], stats))
+        print(dict(stats.outcomes))
+        """
+    )
+    env = {"PYTHONPATH": str(PROJECT_PARENT), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "{'bad_header': 3}"
+
+
+def test_the_header_is_searched_in_a_bounded_window(monkeypatch):
+    """However long the line, the header search looks at its first HEADER_WINDOW characters:
+    a line of many header-like pieces and no colon cannot cost time quadratic in its length."""
+    windows: list[int] = []
+
+    class Spy:
+        def search(self, text, pos=0, endpos=sys.maxsize):
+            windows.append(min(endpos, len(text)))
+            return HEADER.search(text, pos, endpos)
+
+    monkeypatch.setattr(records, "HEADER", Spy())
+    line = ("V0101 00:00:00.000000 1x" * 20_000 + "\n").encode()
+    stats = read_in_chunks(line + (HEAD + '{"str": ["a", 0]}\n').encode(), 1 << 20)
+    assert +stats.outcomes == {"bad_header": 1, "interned": 1}
+    assert windows and max(windows) <= HEADER_WINDOW
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        HEAD + "{}",
+        "[rank3]:" + HEAD + '{"a": 1}',
+        "V0101 00:00:00.000000 123:45] {",  # thread 12, path "3"
+        "V0101 00:00:00.000000 12345 /a/b.py:7] {",
+        "V0101 00:00:00.000000 1 a.py:x] {} b.py:9] {",
+        "V0101 00:00:00.000000 1 a:b.py:9] {",
+        "junk V0101 00:00:00.000000 99 p 1] V0101 00:00:00.000000 7 q.py:3] {",
+        "V0101 00:00:00.000000 777",
+        "V0101 00:00:00.000000 7 p.py:3]  ",
+    ],
+)
+def test_the_header_pattern_matches_as_tlparse_does(text):
+    """The atomic thread/path group only removes backtracking that could never succeed."""
+    ours, theirs = HEADER.search(text), TLPARSE_HEADER.search(text)
+    assert (ours is None) == (theirs is None)
+    if ours is not None and theirs is not None:
+        assert ours.groupdict() == theirs.groupdict()
+        assert ours.span() == theirs.span()
