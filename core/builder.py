@@ -61,6 +61,8 @@ class TraceBuilder:
         self.fast_paths = fast_paths
         self.on_artifact = on_artifact
         self._open_phases: dict[CompileId, list[Phase]] = {}
+        #: the paths dump_file pages took (see handlers.PathClaims)
+        self.dump_paths = handlers.PathClaims()
         #: per compile id, where each ``inductor_compile`` begun and not yet ended started
         #: (the unit's artifact count then)
         self._inductor_open: dict[CompileId | None, list[int]] = {}
@@ -167,7 +169,8 @@ class TraceBuilder:
             return
         opened = self._inductor_open.setdefault(unit.id, [])
         if event.get("ph") == "B":
-            opened.append(len(unit.artifacts))
+            if len(opened) < MAX_OPEN_PHASES:  # each open span is walked once when it ends
+                opened.append(len(unit.artifacts))
             return
         if event.get("ph") != "E" or not opened:
             return
@@ -176,9 +179,12 @@ class TraceBuilder:
         backward = args.get("is_backward") if isinstance(args, dict) else None
         if not isinstance(backward, bool):
             return
-        role = "backward" if backward else _forward_role(unit.artifacts[:start])
-        for artifact in unit.artifacts[start:]:
-            if role and artifact.graph_role is None:
+        role = "backward" if backward else _forward_role(unit.artifacts, start)
+        if not role:
+            return
+        for index in range(start, len(unit.artifacts)):  # no copy of the list
+            artifact = unit.artifacts[index]
+            if artifact.graph_role is None:
                 artifact.graph_role = role
 
     def add_chromium_json(self, text: str) -> None:
@@ -261,10 +267,12 @@ class TraceBuilder:
         self._describe.close()
 
 
-def _forward_role(before: list[Artifact]) -> str | None:
-    """ "forward" or "inference": which AOT graph the last one before an inductor compile is
-    (``None`` when none is, e.g. after an AOTAutograd cache hit)."""
-    for artifact in reversed(before):
+def _forward_role(artifacts: list[Artifact], start: int) -> str | None:
+    """ "forward" or "inference": which AOT graph the last one of ``artifacts[:start]`` (those
+    before an inductor compile) is (``None`` when none is, e.g. after an AOTAutograd cache
+    hit)."""
+    for index in range(start - 1, -1, -1):
+        artifact = artifacts[index]
         if artifact.graph_role is not None or artifact.kind == "dynamo_output_graph":
             return None  # an earlier compile's: this one logged no AOT graph
         if artifact.kind in ("aot_forward_graph", "aot_joint_graph"):

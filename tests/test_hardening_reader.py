@@ -155,3 +155,87 @@ def test_the_header_pattern_matches_as_tlparse_does(text):
     if ours is not None and theirs is not None:
         assert ours.groupdict() == theirs.groupdict()
         assert ours.span() == theirs.span()
+
+
+# -- 10: many artifacts in one compile id ----------------------------------------------------------
+def artifacts_trace(count: int, *, name: str = "art_{i}") -> bytes:
+    lines = []
+    for i in range(count):
+        payload = f"payload {i}"
+        md5 = hashlib.md5(payload.encode()).hexdigest()
+        envelope = (
+            f'{{"artifact": {{"name": "{name.format(i=i)}", "encoding": "string"}}, '
+            f'"frame_id": 0, "frame_compile_id": 0, "attempt": 0, "has_payload": "{md5}"}}'
+        )
+        lines.append(f"{HEAD}{envelope}\n\t{payload}\n")
+    return "".join(lines).encode()
+
+
+def unit_page_of(data: bytes):
+    from tlsite.core.builder import build_trace
+    from tlsite.core.render.pages import render_tree
+
+    trace = build_trace([data], "many.log")
+    try:
+        pages = render_tree(trace).pages
+        (page,) = [p for p in pages if p.path == "-_0_0_0/index.md"]
+        return page, page.standalone_markdown()
+    finally:
+        trace.close()
+
+
+def test_a_compile_with_thousands_of_artifacts_lists_the_rest_compactly():
+    """Past MAX_ARTIFACT_SECTIONS a compile's artifacts are rows of one HTML table, not
+    sections: thousands of headings and Markdown-in-HTML blocks made the site build quadratic
+    (10 k artifacts: 72 s). Every artifact still has its anchor and its raw file link."""
+    from tlsite.core.render.pages import MAX_ARTIFACT_SECTIONS
+
+    count = MAX_ARTIFACT_SECTIONS + 700
+    page, text = unit_page_of(artifacts_trace(count))
+    headings = re.findall(r"^### .*\{ #artifact-(\d+) \}$", text, re.M)
+    rows = re.findall(r'<tr id="artifact-(\d+)">', text)
+    assert len(headings) == MAX_ARTIFACT_SECTIONS
+    assert len(rows) == count - MAX_ARTIFACT_SECTIONS
+    assert sorted(map(int, headings + rows)) == list(range(count))
+    assert text.count(" markdown>") <= 2 * MAX_ARTIFACT_SECTIONS + 10
+    last = count - 1
+    assert f'<a href="../-_0_0_0/art_{last}_{last}.txt"><code>art_{last}</code></a>' in text
+    assert f"logged {count} artifacts: the first {MAX_ARTIFACT_SECTIONS} are shown" in text
+    assert len(page.code) == MAX_ARTIFACT_SECTIONS  # the search index has no code of the rest
+
+
+def test_listed_artifact_names_are_escaped():
+    from tlsite.core.render.pages import MAX_ARTIFACT_SECTIONS
+
+    data = artifacts_trace(MAX_ARTIFACT_SECTIONS + 1, name="<img src=x onerror=alert({i})>")
+    _, text = unit_page_of(data)
+    table = text[text.index('<div class="tlsite-artifact-rows"') :]
+    assert "<img" not in table
+    assert "&lt;img src=x onerror=alert(" in table
+
+
+def test_dump_file_paths_are_claimed_once_each():
+    """dump_file names that share a stem (case, unsafe characters, a 120-character cut) get
+    stem, stem_2, stem_3... The same name logged again keeps its path."""
+    long = "n" * 130
+    names = [long + "a", long + "b", "Foo", "foo", "f/oo".upper(), long + "a"]
+    lines = []
+    for name in names:
+        md5 = hashlib.md5(b"x").hexdigest()
+        lines.append(f'{HEAD}{{"dump_file": {{"name": "{name}"}}, "has_payload": "{md5}"}}\n\tx\n')
+    from tlsite.core.builder import build_trace
+
+    trace = build_trace(["".join(lines).encode()], "dumps.log")
+    try:
+        paths = [a.path for u in trace.units.values() for a in u.artifacts]
+    finally:
+        trace.close()
+    stem = "dump_file/" + "n" * 120
+    assert paths == [
+        f"{stem}.html",
+        f"{stem}_2.html",
+        "dump_file/Foo.html",
+        "dump_file/foo_2.html",
+        "dump_file/F_OO.html",
+        f"{stem}.html",
+    ]
