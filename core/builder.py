@@ -111,6 +111,8 @@ class TraceBuilder:
                 stats.unknown_keys[key] += 1
         self.trace.last_time = record.header.time
         unit = self.unit_for(record)
+        if record.compile_id == unit.id:
+            record.compile_id = unit.id  # one object per compile, not one per record
         ctx = RecordContext(self, record, unit)
         handler = handler_for(record.event_type) or handlers.generic_handler
         known = len(unit.artifacts)
@@ -121,7 +123,7 @@ class TraceBuilder:
         if "stack" in record.envelope:
             frames = read_stack(record.envelope["stack"], self.reader_strings)
             if frames:
-                self.trace.unknown_stacks.append(frames)
+                self.trace.unknown_stacks[tuple(frames)] += 1
         payload_filename = ctx.payload_file
         if payload_filename is None and record.payload_bytes and not ctx.consumed_payload:
             key = record.payload_key or ""

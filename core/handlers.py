@@ -260,10 +260,9 @@ def dynamo_start(ctx: RecordContext) -> None:
 @handles(*SYMBOLIC_TYPES)
 def symbolic(ctx: RecordContext) -> None:
     event = ctx.keep_event()
-    for key in ("stack", "user_stack"):
-        frames = ctx.stack(key)
-        if frames:
-            event.stacks[key] = frames
+    stacks = {key: frames for key in ("stack", "user_stack") if (frames := ctx.stack(key))}
+    if stacks:
+        event.stacks = stacks
     if ctx.builder.trace.export_mode and is_export_guard(event.type, event.meta):
         ctx.emit("symbolic_guard_information", ".html", body=BODY_PAGE)
 

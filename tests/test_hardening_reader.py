@@ -239,3 +239,79 @@ def test_dump_file_paths_are_claimed_once_each():
         "dump_file/F_OO.html",
         f"{stem}.html",
     ]
+
+
+# -- 9: memory does not grow with records that feed no page --------------------------------------
+CHROMIUM = '{"name": "a", "ph": "i", "ts": 1700000000000000, "pid": 0}'
+STACK = '[{"line": 1, "name": "f", "filename": 0}, {"line": 2, "name": "g", "filename": 0}]'
+
+
+def feedless_records(count: int) -> bytes:
+    """Records torch writes many of that no page lists one by one: chromium events (some with
+    a stack), tensor descriptions (kept on disk), string-table entries (one id redefined)."""
+    md5 = hashlib.md5(CHROMIUM.encode()).hexdigest()
+    ids = '"frame_id": 0, "frame_compile_id": 0, "attempt": 0'
+    lines = [f'{HEAD}{{"str": ["a.py", 0]}}\n']
+    for i in range(count // 4):
+        lines += [
+            f'{HEAD}{{"chromium_event": {{}}, {ids}, "has_payload": "{md5}"}}\n\t{CHROMIUM}\n',
+            f'{HEAD}{{"chromium_event": {{}}, "stack": {STACK}, "has_payload": "{md5}"}}\n'
+            f"\t{CHROMIUM}\n",
+            f'{HEAD}{{"describe_tensor": {{"id": {i}, "ndim": 1}}, {ids}}}\n',
+            f'{HEAD}{{"str": ["b.py", 1]}}\n',
+        ]
+    return "".join(lines).encode()
+
+
+def retained_after_reading(data: bytes) -> int:
+    import gc
+    import tracemalloc
+
+    from tlsite.core.builder import build_trace
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        trace = build_trace([data], "feedless.log")
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    trace.close()
+    return kept
+
+
+@pytest.mark.slow
+def test_records_that_feed_no_page_keep_next_to_no_memory():
+    """A log's model must not grow with records shown only as counts (chromium events, tensor
+    descriptions, repeated stacks): 4 k more of them keep under 20 bytes each (tensor
+    descriptions keep 18 bytes of file offsets); a stack kept per record was a kilobyte."""
+    small, big = (
+        retained_after_reading(feedless_records(4_000)),
+        retained_after_reading(feedless_records(8_000)),
+    )
+    assert (big - small) / 4_000 < 20, f"{(big - small) / 4_000:.0f} bytes per record"
+
+
+def test_events_share_their_compile_id_frames_and_empty_stacks():
+    """Per kept event, only what a page shows: events of one compile share its CompileId, equal
+    frames are one object, and an event without stacks holds no dict of its own."""
+    from tlsite.core.builder import build_trace
+
+    ids = '"frame_id": 0, "frame_compile_id": 0, "attempt": 0'
+    lines = [f'{HEAD}{{"str": ["a.py", 0]}}\n']
+    for i in range(4):
+        lines.append(f'{HEAD}{{"guard_added_fast": {{"expr": "s{i} > 1", "stack": 0}}, {ids}}}\n')
+        lines.append(f'{HEAD}{{"guard_added": {{"expr": "s{i} < 9", "stack": {STACK}}}, {ids}}}\n')
+    trace = build_trace(["".join(lines).encode()], "events.log")
+    try:
+        (unit,) = trace.units.values()
+        events = unit.events
+    finally:
+        trace.close()
+    assert len(events) == 8
+    assert len({id(e.compile_id) for e in events} | {id(unit.id)}) == 1
+    plain = [e for e in events if e.type == "guard_added_fast"]
+    assert len({id(e.stacks) for e in plain}) == 1 and not plain[0].stacks
+    stacked = [e.stacks["stack"] for e in events if e.type == "guard_added"]
+    assert len({id(frame) for stack in stacked for frame in stack}) == 2

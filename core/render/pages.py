@@ -525,7 +525,9 @@ class ReportRenderer:
     def unknown_stacks_page(self) -> Page:
         trie = unknown_trie(self.trace.unknown_stacks)
         html = trie_html(trie, status_of=self.status, href_of=lambda u: self.href(u, depth=0))
-        md = render_markdown("unknown_stacks.md", trie=html, count=len(self.trace.unknown_stacks))
+        md = render_markdown(
+            "unknown_stacks.md", trie=html, count=self.trace.unknown_stacks.total()
+        )
         return Page("unknown_stacks.md", md, "Unknown stacks")
 
     def frame_page(self, frame: views.FrameCompiles) -> Page:
