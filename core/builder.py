@@ -243,7 +243,8 @@ class TraceBuilder:
             )
             if payload_filename is not None:
                 extra += f', "payload_filename": {json.dumps(payload_filename)}'
-            self._raw.write(text[:-1].rstrip() + extra + "}\n")
+            self._raw.write(text[:-1].rstrip())  # no concatenated copy of a huge envelope
+            self._raw.write(extra + "}\n")
             return
         line = dict(envelope)
         header = record.header

@@ -332,6 +332,7 @@ class RecordReader:
                 continue
             record = self._make_record(lineno, match, envelope)
             record.json_text = json_text
+            raw = text = match = None  # type: ignore[assignment]  # a huge line: one copy, not 3
             if "has_payload" in envelope:
                 self._read_payload(record)
             if record.event_type == "str":
