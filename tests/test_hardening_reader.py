@@ -315,3 +315,32 @@ def test_events_share_their_compile_id_frames_and_empty_stacks():
     assert len({id(e.stacks) for e in plain}) == 1 and not plain[0].stacks
     stacked = [e.stacks["stack"] for e in events if e.type == "guard_added"]
     assert len({id(frame) for stack in stacked for frame in stack}) == 2
+
+
+@pytest.mark.slow
+def test_many_dump_file_names_sharing_a_stem_read_at_once():
+    """20 k dump_file names that share their first 120 characters: each name looked through
+    every claimed path for every suffix it tried (5 k names took 16 s). Run in a child so that
+    a regression fails instead of hanging the suite."""
+    script = textwrap.dedent(
+        """
+        import hashlib
+        from tlsite.core.builder import build_trace
+        head = "V0101 00:00:00.000000 1 f.py:1] "
+        md5 = hashlib.md5(b"x").hexdigest()
+        lines = [
+            head + '{"dump_file": {"name": "%s%d"}, "has_payload": "%s"}\\n\\tx\\n'
+            % ("n" * 130, i, md5)
+            for i in range(20_000)
+        ]
+        trace = build_trace(["".join(lines).encode()], "dumps.log")
+        print(len({a.path.lower() for u in trace.units.values() for a in u.artifacts}))
+        trace.close()
+        """
+    )
+    env = {"PYTHONPATH": str(PROJECT_PARENT), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "20000"
