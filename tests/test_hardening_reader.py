@@ -344,3 +344,15 @@ def test_many_dump_file_names_sharing_a_stem_read_at_once():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "20000"
+
+
+def test_a_compile_with_thousands_of_metrics_records_shows_a_bounded_number():
+    """The same class as artifacts: each metrics record is a heading and a Markdown block."""
+    from tlsite.core.render.pages import MAX_ARTIFACT_SECTIONS
+
+    ids = '"frame_id": 0, "frame_compile_id": 0, "attempt": 0'
+    count = MAX_ARTIFACT_SECTIONS + 30
+    record = f'{HEAD}{{"compilation_metrics_runtime": {{"a": 1}}, {ids}}}\n'
+    _, text = unit_page_of((record * count).encode())
+    assert len(re.findall(r"^## .*\{ #metrics\\?-\d+ \}$", text, re.M)) == MAX_ARTIFACT_SECTIONS
+    assert "This compile logged 30 more metrics records, not shown" in text

@@ -55,8 +55,9 @@ LANDING_HREF = "../index.html"
 #: Artifacts open whatever their size: the traceback is what a failed compile's page is for.
 ALWAYS_OPEN = {"dynamo_error"}
 #: Artifacts of one compile shown as sections (heading, facts, code); the rest are listed in
-#: one table, each row linking its raw file. Real compiles log a few dozen; a page of
-#: thousands of sections made Markdown and the search index take time quadratic in their count.
+#: one table, each row linking its raw file (metrics records past it are only counted). Real
+#: compiles log a few dozen; a page of thousands of sections made Markdown and the search
+#: index take time quadratic in their count.
 MAX_ARTIFACT_SECTIONS = 500
 #: Items of each kind "Worst problems first" lists before "and N more".
 MAX_PROBLEMS = 5
@@ -438,8 +439,9 @@ class ReportRenderer:
             "provenance_links": _extra_pages().unit_links(self, unit),
             "metrics_tables": [
                 self._metrics_table(m, f"metrics-{index}", blocks)
-                for index, m in enumerate(unit.metrics)
+                for index, m in enumerate(unit.metrics[:MAX_ARTIFACT_SECTIONS])
             ],
+            "more_metrics": max(len(unit.metrics) - MAX_ARTIFACT_SECTIONS, 0),
         }
         title = f"{unit.display} {context['function']}".strip()
         markdown = render_markdown("compile_unit.md", **context)
