@@ -61,6 +61,8 @@ class TraceBuilder:
         self.fast_paths = fast_paths
         self.on_artifact = on_artifact
         self._open_phases: dict[CompileId, list[Phase]] = {}
+        #: the paths dump_file pages took (see handlers.PathClaims)
+        self.dump_paths = handlers.PathClaims()
         #: per compile id, where each ``inductor_compile`` begun and not yet ended started
         #: (the unit's artifact count then)
         self._inductor_open: dict[CompileId | None, list[int]] = {}
@@ -112,6 +114,8 @@ class TraceBuilder:
                 stats.unknown_keys[key] += 1
         self.trace.last_time = record.header.time
         unit = self.unit_for(record)
+        if record.compile_id == unit.id:
+            record.compile_id = unit.id  # one object per compile, not one per record
         ctx = RecordContext(self, record, unit)
         handler = handler_for(record.event_type) or handlers.generic_handler
         known = len(unit.artifacts)
@@ -122,7 +126,7 @@ class TraceBuilder:
         if "stack" in record.envelope:
             frames = read_stack(record.envelope["stack"], self.reader_strings)
             if frames:
-                self.trace.unknown_stacks.append(frames)
+                self.trace.unknown_stacks[tuple(frames)] += 1
         payload_filename = ctx.payload_file
         if payload_filename is None and record.payload_bytes and not ctx.consumed_payload:
             key = record.payload_key or ""
@@ -181,7 +185,8 @@ class TraceBuilder:
             return
         opened = self._inductor_open.setdefault(unit.id, [])
         if event.get("ph") == "B":
-            opened.append(len(unit.artifacts))
+            if len(opened) < MAX_OPEN_PHASES:  # each open span is walked once when it ends
+                opened.append(len(unit.artifacts))
             return
         if event.get("ph") != "E" or not opened:
             return
@@ -190,9 +195,12 @@ class TraceBuilder:
         backward = args.get("is_backward") if isinstance(args, dict) else None
         if not isinstance(backward, bool):
             return
-        role = "backward" if backward else _forward_role(unit.artifacts[:start])
-        for artifact in unit.artifacts[start:]:
-            if role and artifact.graph_role is None:
+        role = "backward" if backward else _forward_role(unit.artifacts, start)
+        if not role:
+            return
+        for index in range(start, len(unit.artifacts)):  # no copy of the list
+            artifact = unit.artifacts[index]
+            if artifact.graph_role is None:
                 artifact.graph_role = role
 
     def add_chromium_json(self, text: str) -> None:
@@ -249,7 +257,8 @@ class TraceBuilder:
             )
             if payload_filename is not None:
                 extra += f', "payload_filename": {json.dumps(payload_filename)}'
-            self._raw.write(text[:-1].rstrip() + extra + "}\n")
+            self._raw.write(text[:-1].rstrip())  # no concatenated copy of a huge envelope
+            self._raw.write(extra + "}\n")
             return
         line = dict(envelope)
         header = record.header
@@ -275,10 +284,12 @@ class TraceBuilder:
         self._describe.close()
 
 
-def _forward_role(before: list[Artifact]) -> str | None:
-    """ "forward" or "inference": which AOT graph the last one before an inductor compile is
-    (``None`` when none is, e.g. after an AOTAutograd cache hit)."""
-    for artifact in reversed(before):
+def _forward_role(artifacts: list[Artifact], start: int) -> str | None:
+    """ "forward" or "inference": which AOT graph the last one of ``artifacts[:start]`` (those
+    before an inductor compile) is (``None`` when none is, e.g. after an AOTAutograd cache
+    hit)."""
+    for index in range(start - 1, -1, -1):
+        artifact = artifacts[index]
         if artifact.graph_role is not None or artifact.kind == "dynamo_output_graph":
             return None  # an earlier compile's: this one logged no AOT graph
         if artifact.kind in ("aot_forward_graph", "aot_joint_graph"):

@@ -45,6 +45,8 @@ class InternTable:
 
     def __init__(self) -> None:
         self._strings: dict[int, str] = {}
+        #: each distinct frame once: stacks repeat the same frames in thousands of records
+        self._frames: dict[Frame, Frame] = {}
 
     def define(self, value: Any) -> bool:
         """Record a ``str`` envelope value ``[string, id]``; False when it is malformed."""
@@ -58,6 +60,10 @@ class InternTable:
             self._strings[value[1]] = value[0]
             return True
         return False
+
+    def frame(self, frame: Frame) -> Frame:
+        """The one :class:`Frame` object equal to ``frame``."""
+        return self._frames.setdefault(frame, frame)
 
     def lookup(self, key: Any) -> str:
         if isinstance(key, str):  # some producers write literal file names
@@ -86,14 +92,13 @@ def read_stack(raw: Any, strings: InternTable) -> list[Frame]:
         line = item.get("line")
         name = item.get("name")
         loc = item.get("loc")
-        frames.append(
-            Frame(
-                filename=strings.lookup(item.get("filename")),
-                line=line if type(line) is int else 0,
-                name=name if isinstance(name, str) else "?",
-                loc=loc if isinstance(loc, str) else None,
-            )
+        frame = Frame(
+            filename=strings.lookup(item.get("filename")),
+            line=line if type(line) is int else 0,
+            name=name if isinstance(name, str) else "?",
+            loc=loc if isinstance(loc, str) else None,
         )
+        frames.append(strings.frame(frame))
     return frames
 
 

@@ -12,7 +12,7 @@ import re
 from pathlib import PurePosixPath
 
 from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
-from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, Artifact, StoredJson
+from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, StoredJson
 from .records import MAX_JSON_DEPTH, JSONTooDeep, loads_bounded
 from .registry import RecordContext, handles, safe_name
 
@@ -171,26 +171,42 @@ def dump_file(ctx: RecordContext) -> None:
     match = EVAL_WITH_KEY.search(name)
     stem = f"eval_with_key_{match.group(1)}" if match else safe_name(name)
     dump_files = ctx.builder.trace.dump_files
-    path = _unclaimed(f"dump_file/{stem}", ".html", dump_files, name)
+    known = dump_files.get(name)
+    path = (
+        known.path
+        if known and known.path
+        else ctx.builder.dump_paths.claim(f"dump_file/{stem}", ".html")
+    )
     output = ctx.emit_global(path, name=name, body=BODY_PAGE)
     dump_files[name] = output
 
 
-def _unclaimed(stem: str, ext: str, claimed: dict[str, Artifact], name: str) -> str:
-    """``stem + ext``, or ``stem_N + ext`` when another name already has that path.
+class PathClaims:
+    """Paths given to dump_file pages, so that each name gets its own: ``stem + ext``, or
+    ``stem_N + ext`` when another name already has that path.
 
     Names that differ only in case (``Foo``/``foo``) or in characters :func:`safe_name`
     replaces (``a/b``/``a_b``) would otherwise share one file, or two files that overwrite each
-    other when the bundle is unpacked on a case-insensitive file system. The same name logged
-    again keeps its path (tlparse overwrites that file too).
+    other when the bundle is unpacked on a case-insensitive file system. (The same name logged
+    again keeps its path, as tlparse overwrites that file too: the caller looks it up first.)
+    Both lookups are by key, and each stem remembers its next free suffix, so claiming stays
+    constant time however many names a trace logs.
     """
-    owners = {a.path.lower(): n for n, a in claimed.items() if a.path}
-    path = stem + ext
-    suffix = 1
-    while owners.get(path.lower(), name) != name:
-        suffix += 1
-        path = f"{stem}_{suffix}{ext}"
-    return path
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()  # claimed paths, lowercased
+        self._next: dict[str, int] = {}  # lowercased stem -> next suffix to try
+
+    def claim(self, stem: str, ext: str) -> str:
+        path = stem + ext
+        key = stem.lower()
+        suffix = self._next.get(key, 1)
+        while path.lower() in self._taken:
+            suffix += 1
+            path = f"{stem}_{suffix}{ext}"
+        self._next[key] = suffix
+        self._taken.add(path.lower())
+        return path
 
 
 @handles("chromium_event")
@@ -247,10 +263,9 @@ def dynamo_start(ctx: RecordContext) -> None:
 @handles(*SYMBOLIC_TYPES)
 def symbolic(ctx: RecordContext) -> None:
     event = ctx.keep_event()
-    for key in ("stack", "user_stack"):
-        frames = ctx.stack(key)
-        if frames:
-            event.stacks[key] = frames
+    stacks = {key: frames for key in ("stack", "user_stack") if (frames := ctx.stack(key))}
+    if stacks:
+        event.stacks = stacks
     if ctx.builder.trace.export_mode and is_export_guard(event.type, event.meta):
         ctx.emit("symbolic_guard_information", ".html", body=BODY_PAGE)
 

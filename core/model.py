@@ -138,8 +138,7 @@ class Event:
     compile_id: CompileId | None
     metadata: Any
     payload: PayloadRef | None = None
-    context: dict[str, Any] = field(default_factory=dict)  # other top-level keys
-    stacks: dict[str, list[Frame]] = field(default_factory=dict)  # resolved stack fields
+    stacks: Mapping[str, list[Frame]] = field(default_factory=dict)  # resolved stack fields
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -255,7 +254,8 @@ class Trace:
     strings: InternTable
     store: PayloadStore
     units: dict[CompileId | None, CompileUnit] = field(default_factory=dict)
-    unknown_stacks: list[list[Frame]] = field(default_factory=list)
+    #: stacks of records that are not a compile's, each distinct one with how often it came
+    unknown_stacks: Counter[tuple[Frame, ...]] = field(default_factory=Counter)
     dump_files: dict[str, Artifact] = field(default_factory=dict)
     loose_payloads: dict[str, PayloadRef] = field(default_factory=dict)  # payloads/<md5>.txt
     chromium_events: int = 0
@@ -305,7 +305,7 @@ class Trace:
         self.units = {}
         self.dump_files = {}
         self.loose_payloads = {}
-        self.unknown_stacks = []
+        self.unknown_stacks = Counter()
 
     # -- convenience --------------------------------------------------------------------------
     def unit_list(self) -> list[CompileUnit]:

@@ -18,11 +18,19 @@ from .frames import InternTable
 from .stats import ParseStats, shorten_line
 
 # tlparse's header pattern, searched (not anchored) so prefixes like "[rank0]:" are accepted.
+# The thread id and path are one atomic group: the path ends at the first colon whatever digits
+# the thread takes, so trying other splits could never match and only made a long run of digits
+# cost quadratic time.
 HEADER = re.compile(
     r"(?P<level>[VIWEC])(?P<month>\d{2})(?P<day>\d{2}) "
     r"(?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2}).(?P<micro>\d{6}) "
-    r"(?P<thread>\d+)(?P<pathname>[^:]+):(?P<lineno>\d+)\] (?P<json>.)"
+    r"(?>(?P<thread>\d+)(?P<pathname>[^:]+)):(?P<lineno>\d+)\] (?P<json>.)"
 )
+#: Longest header (with its prefix) searched for: a header that ends further into its line is
+#: not one. Searching a bounded window keeps a line that only looks like headers (say, many
+#: ``V0101 00:00:00.000000 1`` and no colon) from costing time quadratic in its length; it is
+#: longer than any real path (PATH_MAX is 4096).
+HEADER_WINDOW = 8192
 
 #: Envelope keys that give context rather than naming the event type.
 CONTEXT_KEYS = frozenset(
@@ -220,16 +228,29 @@ class RecordReader:
 
     # -- the buffer ----------------------------------------------------------------------------
     def _fill(self) -> bool:
-        """Append the next chunk (dropping what was consumed); False at the end of input."""
+        """Append more input (dropping what was consumed); False at the end of input.
+
+        At least as many new bytes are appended as are left unconsumed, so the buffer at
+        least doubles while one long line is gathered: copying it, and searching it again
+        from its start, costs linear time in the line's length, not quadratic.
+        """
         if self._eof:
             return False
-        chunk = next(self._chunks, None)
-        if not chunk:
+        rest = self._buf[self._pos :]
+        pieces = [rest]
+        added = 0
+        while added < max(len(rest), 1):
+            chunk = next(self._chunks, None)
             if chunk is None:
                 self._eof = True
-                return False
-            return True
-        self._buf = self._buf[self._pos :] + chunk
+                break
+            pieces.append(chunk)
+            added += len(chunk)
+            if not chunk and added == 0 and not rest:
+                break  # an empty chunk from an iterable: nothing to wait for
+        if len(pieces) == 1:
+            return not self._eof
+        self._buf = b"".join(pieces)
         self._pos = 0
         return True
 
@@ -296,7 +317,7 @@ class RecordReader:
             except UnicodeDecodeError as exc:
                 stats.skip("not_utf8", lineno, f"byte {exc.start}: {raw[:60]!r}")
                 continue
-            match = HEADER.search(text)
+            match = HEADER.search(text, 0, HEADER_WINDOW)
             if match is None:
                 reason = "orphan_payload" if text.startswith("\t") else "bad_header"
                 stats.skip(reason, lineno, text)
@@ -315,6 +336,7 @@ class RecordReader:
                 continue
             record = self._make_record(lineno, match, envelope)
             record.json_text = json_text
+            raw = text = match = None  # type: ignore[assignment]  # a huge line: one copy, not 3
             if "has_payload" in envelope:
                 self._read_payload(record)
             if record.event_type == "str":

@@ -8,7 +8,8 @@ Event types without a handler are kept by :func:`generic_handler` and shown gene
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .frames import Frame, read_stack
@@ -173,24 +174,21 @@ class RecordContext:
         return artifact
 
     def keep_event(self, *, into: str = "events") -> Event:
-        """Keep the record as an :class:`Event` on the unit (``events`` or ``metrics``)."""
-        extra = {
-            k: v
-            for k, v in self.record.envelope.items()
-            if k != self.record.event_type and k not in _CONTEXT_SHOWN
-        }
+        """Keep the record as an :class:`Event` on the unit (``events`` or ``metrics``).
+
+        Its other top-level keys are not kept: raw.jsonl has the whole envelope.
+        """
         event = Event(
             type=self.record.event_type,
             line=self.record.line,
             compile_id=self.record.compile_id,
             metadata=self.record.metadata,
             payload=self.payload_ref,
-            context=extra,
+            stacks=NO_STACKS,
         )
         getattr(self.unit, into).append(event)
         return event
 
 
-_CONTEXT_SHOWN = frozenset(
-    {"compiled_autograd_id", "frame_id", "frame_compile_id", "attempt", "has_payload", "rank"}
-)
+#: Shared by the many events without stacks (an empty dict is 64 bytes).
+NO_STACKS: Mapping[str, list[Frame]] = MappingProxyType({})

@@ -278,7 +278,8 @@ def test_fbcode_frames_of_real_traces_are_shortened() -> None:
     assert "-seed-nspid" in xar[0].filename
     assert xar[0].short_filename == "__run_xar_main__.py"
     assert xar[0].describe() == "__run_xar_main__.py:140 in <module>"
-    par = load(tlparse_input("inductor_provenance_aot_cuda_log.txt")).unknown_stacks[0]
+    par = load(tlparse_input("inductor_provenance_aot_cuda_log.txt")).unknown_stacks
+    par = next(iter(par))
     assert "#link-tree/" in par[0].filename
     assert par[0].short_filename == "__run_lpar_main__.py"
 

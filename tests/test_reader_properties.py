@@ -28,7 +28,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tlsite.core.builder import build_trace
-from tlsite.core.records import HEADER, RecordReader, event_type_of, loads_bounded, valid_string_id
+from tlsite.core.records import (
+    HEADER,
+    HEADER_WINDOW,
+    RecordReader,
+    event_type_of,
+    loads_bounded,
+    valid_string_id,
+)
 from tlsite.core.render.pages import render_tree
 from tlsite.core.stats import ParseStats
 
@@ -66,7 +73,7 @@ def reference_outcomes(data: bytes) -> tuple[Counter[str], list[tuple[int, str, 
         except UnicodeDecodeError:
             outcomes["not_utf8"] += 1
             continue
-        match = HEADER.search(text)
+        match = HEADER.search(text, 0, HEADER_WINDOW)
         if match is None:
             outcomes["orphan_payload" if text.startswith("\t") else "bad_header"] += 1
             continue

@@ -6,6 +6,7 @@ with compile ids at the node where their stack ends (tlparse's "Stack trie").
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..frames import Frame
@@ -61,5 +62,13 @@ def compile_trie(units: list[CompileUnit]) -> TrieNode:
     return build_trie([(stack, unit) for unit in units for stack in unit.stacks])
 
 
-def unknown_trie(stacks: list[list[Frame]]) -> TrieNode:
-    return build_trie([(stack, None) for stack in stacks])
+def unknown_trie(stacks: Mapping[tuple[Frame, ...], int]) -> TrieNode:
+    """The trie of distinct stacks, each ending where ``stacks`` says how often it came."""
+    root = TrieNode(None)
+    for frames, count in stacks.items():
+        node = root
+        for frame in frames:
+            node = node.child(frame)
+        node.terminals += count
+    _count(root)
+    return root

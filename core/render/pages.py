@@ -30,7 +30,7 @@ from ..stats import FINDING_REASONS, SKIP_REASONS
 from ..store import read_slice
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import kernel_stack_traces, pretty_json
-from .escape import fence
+from .escape import fence, safe_url
 from .highlight import CodeBlock, Highlighter, effective_lang, read_block_text
 from .templating import render, render_markdown
 from .trie_html import trie_html
@@ -55,6 +55,11 @@ LANDING_HREF = "../index.html"
 
 #: Artifacts open whatever their size: the traceback is what a failed compile's page is for.
 ALWAYS_OPEN = {"dynamo_error"}
+#: Artifacts of one compile shown as sections (heading, facts, code); the rest are listed in
+#: one table, each row linking its raw file (metrics records past it are only counted). Real
+#: compiles log a few dozen; a page of thousands of sections made Markdown and the search
+#: index take time quadratic in their count.
+MAX_ARTIFACT_SECTIONS = 500
 #: Items of each kind "Worst problems first" lists before "and N more".
 MAX_PROBLEMS = 5
 #: Artifacts that are printed FX graphs (their node count is shown).
@@ -447,7 +452,11 @@ class ReportRenderer:
             "recompile": self._recompile_of.get(id(unit)),
             "time": self._time_of.get(id(unit)),
             "summary_rows": self._summary_rows(unit),
-            "artifacts": [self._artifact_view(unit, a, blocks) for a in unit.artifacts],
+            "artifacts": [
+                self._artifact_view(unit, a, blocks) for a in unit.artifacts[:MAX_ARTIFACT_SECTIONS]
+            ],
+            "more_artifacts": self._artifact_rows(unit.artifacts[MAX_ARTIFACT_SECTIONS:], blocks),
+            "artifact_count": len(unit.artifacts),
             "guards": self._guards(unit),
             "symbolic": unit_symbols(unit),
             "other_events": [_event_row(e) for e in unit.events if not _is_symbolic(e)],
@@ -455,8 +464,9 @@ class ReportRenderer:
             "provenance_links": _extra_pages().unit_links(self, unit),
             "metrics_tables": [
                 self._metrics_table(m, f"metrics-{index}", blocks)
-                for index, m in enumerate(unit.metrics)
+                for index, m in enumerate(unit.metrics[:MAX_ARTIFACT_SECTIONS])
             ],
+            "more_metrics": max(len(unit.metrics) - MAX_ARTIFACT_SECTIONS, 0),
         }
         title = f"{unit.display} {context['function']}".strip()
         markdown = render_markdown("compile_unit.md", **context)
@@ -543,7 +553,9 @@ class ReportRenderer:
     def unknown_stacks_page(self) -> Page:
         trie = unknown_trie(self.trace.unknown_stacks)
         html = trie_html(trie, status_of=self.status, href_of=lambda u: self.href(u, depth=0))
-        md = render_markdown("unknown_stacks.md", trie=html, count=len(self.trace.unknown_stacks))
+        md = render_markdown(
+            "unknown_stacks.md", trie=html, count=self.trace.unknown_stacks.total()
+        )
         return Page("unknown_stacks.md", md, "Unknown stacks")
 
     def frame_page(self, frame: views.FrameCompiles) -> Page:
@@ -636,6 +648,24 @@ class ReportRenderer:
         )
         return view
 
+    def _artifact_rows(self, artifacts: list[Artifact], blocks: dict) -> Markup | None:
+        """Artifacts past :data:`MAX_ARTIFACT_SECTIONS` as one HTML table of raw-file links."""
+        if not artifacts:
+            return None
+        rows = [
+            {
+                "number": a.number,
+                "title": f"{a.name} ({a.graph_role})" if a.graph_role else a.name,
+                "href": f"../{a.raw_file or a.path}" if a.path else None,
+                "url": safe_url(a.url) if a.is_link else None,
+                "role": a.graph_role,
+                "cache": a.cache,
+                "size": _size_text(a.payload.size) if a.payload else "",
+            }
+            for a in artifacts
+        ]
+        return self._html_block("artifact-rows", render("artifact_rows.html", rows=rows), blocks)
+
     def _html_block(self, token: str, html: str, blocks: dict) -> Markup:
         """Keep ``html`` in the store; the page gets a placeholder for it."""
         store = self.trace.store
@@ -695,7 +725,13 @@ def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], Non
     block to ``highlighter`` as soon as the artifact is read, so that its workers highlight
     while the rest of the trace is read. The pages later ask for the same blocks."""
 
+    counts: Counter[object] = Counter()
+
     def submit(trace: Trace, artifact: Artifact) -> None:
+        unit = None if artifact.compile_id is None else artifact.compile_id.directory_key()
+        counts[unit] += 1
+        if counts[unit] > MAX_ARTIFACT_SECTIONS:
+            return  # listed without its code (see unit_page)
         shown = artifact_code(trace, artifact)
         if shown is not None:
             trace.store.flush()  # the workers read the code from the pack file
