@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -291,6 +292,18 @@ def _schedule_ops(
     return value
 
 
+#: Runtime estimates at or above this many nanoseconds (31 years) are not taken: sums of them
+#: would overflow to infinity, which JSON cannot hold.
+MAX_RUNTIME_NS = 1e18
+
+
+def _runtime_value(value: object) -> bool:
+    """A JSON number that is a plausible runtime: not a bool, infinity (``1e400`` reads as
+    one), NaN or absurdly large."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value) and abs(value) < MAX_RUNTIME_NS  # type: ignore[arg-type]
+
+
 def _runtime_and_meta(
     trace: Trace, artifact: Artifact, unit: CompileUnit, summary: RankSummary
 ) -> tuple[list[dict[str, Any]], str] | None:
@@ -316,13 +329,14 @@ def _runtime_and_meta(
             stripped.append(op)
             continue
         name, ns = op.get("name"), op.get("estimated_runtime_ns")
-        if isinstance(name, str) and isinstance(ns, (int, float)) and not isinstance(ns, bool):
+        if isinstance(name, str) and _runtime_value(ns):
             ops.append({"name": name, "estimated_runtime_ns": float(ns)})  # f64, as tlparse
         else:
             bad += 1
         stripped.append({k: v for k, v in op.items() if k != "estimated_runtime_ns"})
     if bad:
-        _problem(summary, unit, artifact, f"{bad} op(s) without a name and a numeric runtime")
+        what = f"{bad} op(s) without a name and a plausible runtime; those ops ignored"
+        _problem(summary, unit, artifact, what)
     meta = {**value, "ops": stripped}
     canonical = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return ops, canonical
