@@ -247,7 +247,7 @@ def chromium_event(ctx: RecordContext) -> None:
         with contextlib.suppress(ValueError):
             ctx.builder.inductor_compile_event(ctx.unit, loads_bounded(text))
     heavy = _bracket_heavy(ctx.record.payload_bytes)
-    fast = ctx.builder.fast_paths and ctx.record.md5_ok
+    fast = ctx.builder.fast_paths and ctx.record.md5_ok and not _maybe_non_finite(text)
     if fast and ctx.builder.trace.year is not None and not heavy:
         # an intact payload is the JSON torch wrote (indent=0): newlines only separate tokens
         ctx.builder.add_chromium_json(text.replace("\n", ""))
@@ -258,6 +258,11 @@ def chromium_event(ctx: RecordContext) -> None:
         ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
         return
     ctx.builder.add_chromium_event(event)
+
+
+def _maybe_non_finite(text: str) -> bool:
+    """Whether JSON text may hold ``NaN`` or ``Infinity`` (not JSON: re-encoded as null)."""
+    return "NaN" in text or "Infinity" in text
 
 
 _PHASE = re.compile(r'"ph"\s*:\s*"([BE])"')
