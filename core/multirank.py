@@ -37,6 +37,7 @@ from .analysis.collectives import parity
 from .analysis.compile_time import compile_times
 from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
+from .records import loads_bounded
 from .source import LogSource, ResolvedInput, _rank_of
 
 #: Cache statuses from strongest to weakest (a compile id's status is its strongest lookup).
@@ -274,7 +275,7 @@ def _json(trace: Trace, artifact: Artifact) -> tuple[Any, str | None]:
     """The artifact's payload as JSON, or (None, why not)."""
     text = trace.read_payload(artifact.payload) if artifact.payload else ""
     try:
-        return json.loads(text), None
+        return loads_bounded(text), None
     except ValueError as exc:
         return None, f"not valid JSON ({exc})"
 

@@ -200,3 +200,23 @@ def test_file_name_that_is_not_utf8_builds_and_is_shown_escaped(tmp_path: Path) 
     assert "site\\xfd/index.html" in names
     manifest = strict_json(outcome.site / "manifest.json")
     assert isinstance(manifest, dict) and manifest["trace"] == "trace\\xff\\xfe.log"
+
+
+def test_lone_surrogates_and_nan_from_json_build(tmp_path: Path) -> None:
+    """JSON may escape a lone surrogate (``\\ud800``, not encodable as UTF-8) and Python reads
+    ``NaN``: names show U+FFFD, and tlsite's own JSON files stay strict JSON."""
+    lone = "bad\ud800name"
+    text = trace_lines({"dynamo_start": {"stack": []}, **CID})
+    text += trace_lines({"artifact": {"name": lone, "encoding": "string"}, **CID}, "body")
+    text += trace_lines({"compilation_metrics": {"co_name": lone, "graph_op_count": 1}, **CID})
+    event = '{"name": "x", "ph": "i", "ts": NaN, "pid": 0, "tid": 0, "args": {"v": Infinity}}'
+    text += trace_lines({"chromium_event": {}, **CID}, event)
+    log = tmp_path / "lone.log"
+    log.write_text(text, encoding="utf-8")  # json.dumps escaped the surrogate: ASCII text
+    outcome = build(str(log), tmp_path / "site", make_zip=False)
+    page = text_of((outcome.site / "-_0_0_0" / "index.html").read_text(encoding="utf-8"))
+    assert "bad\ufffdname" in page
+    events = strict_json(outcome.site / "chromium_events.json")
+    assert isinstance(events, list) and events[0]["ts"] is None
+    assert events[0]["args"] == {"v": None}
+    strict_json(outcome.site / "compile_directory.json")

@@ -7,12 +7,12 @@ failures and restarts. Pure functions of a :class:`Trace` (compile times: compil
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Artifact, CompileUnit, Trace
+from ..records import loads_bounded
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
 _GB_LINK = re.compile(r"https?://\S+/gb/(?P<code>gb\d+)\.html")
@@ -272,7 +272,7 @@ def recompile_reasons(trace: Trace, unit: CompileUnit) -> list[str]:
         if artifact.name == "recompile_reasons" and artifact.payload is not None:
             text = trace.read_payload(artifact.payload)
             try:
-                value = json.loads(text)
+                value = loads_bounded(text)
             except ValueError:
                 return [text]
             if isinstance(value, list):
@@ -287,7 +287,7 @@ def guard_lines(trace: Trace, unit: CompileUnit) -> list[str]:
     for artifact in unit.artifacts:
         if artifact.kind == "dynamo_guards" and artifact.payload is not None:
             try:
-                value = json.loads(trace.read_payload(artifact.payload))
+                value = loads_bounded(trace.read_payload(artifact.payload))
             except ValueError:
                 continue
             return [str(g.get("code")) for g in value if isinstance(g, dict)]
