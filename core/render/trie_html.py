@@ -14,10 +14,11 @@ from .templating import render
 #: Compile-id links shown at one trie node before "and N more".
 MAX_LINKS_PER_NODE = 40
 
-#: Trie levels shown as nested lists. Browsers stop nesting elements a few hundred levels
-#: deep (Chromium's parser at 512), and nobody reads a tree that deep: a node at this depth
-#: lists the compile ids of every stack that goes on below it, with a note.
-MAX_DEPTH = 100
+#: Trie levels shown as nested lists (real stacks are a few dozen frames). Browsers stop
+#: nesting elements a few hundred levels deep (Chromium's parser at 512), and nobody reads a
+#: tree that deep: a node at this depth lists the compile ids of every stack that goes on
+#: below it, with a note.
+MAX_DEPTH = 64
 
 
 @dataclass(frozen=True, slots=True)
