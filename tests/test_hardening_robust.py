@@ -95,7 +95,9 @@ def test_metrics_fields_of_the_wrong_type_are_noted_and_ignored(tmp_path: Path) 
     log = tmp_path / "metrics.log"
     log.write_text(text, encoding="utf-8")
     outcome = build(str(log), tmp_path / "site", make_zip=False)
-    health = text_of((outcome.site / "health.html").read_text(encoding="utf-8"))
+    health_html = (outcome.site / "health.html").read_text(encoding="utf-8")
+    health = text_of(health_html)
+    assert '<h2 id="where"' in health_html and "## Where" not in health  # a heading, not text
     for key, value in BAD_METRICS.items():
         assert f"compilation_metrics.{key}: {value!r}" in health, key
     assert "bwd_compilation_metrics.restart_reasons: {'a': 1}" in health
