@@ -247,7 +247,7 @@ def chromium_event(ctx: RecordContext) -> None:
         with contextlib.suppress(ValueError):
             ctx.builder.inductor_compile_event(ctx.unit, loads_bounded(text))
     heavy = _bracket_heavy(ctx.record.payload_bytes)
-    fast = ctx.builder.fast_paths and ctx.record.md5_ok and not _maybe_non_finite(text)
+    fast = ctx.builder.fast_paths and ctx.record.md5_ok and not _not_plain_json(text)
     if fast and ctx.builder.trace.year is not None and not heavy:
         # an intact payload is the JSON torch wrote (indent=0): newlines only separate tokens
         ctx.builder.add_chromium_json(text.replace("\n", ""))
@@ -260,9 +260,10 @@ def chromium_event(ctx: RecordContext) -> None:
     ctx.builder.add_chromium_event(event)
 
 
-def _maybe_non_finite(text: str) -> bool:
-    """Whether JSON text may hold ``NaN`` or ``Infinity`` (not JSON: re-encoded as null)."""
-    return "NaN" in text or "Infinity" in text
+def _not_plain_json(text: str) -> bool:
+    """Whether the text may not be one JSON object as is: no payload (a damaged envelope), or
+    ``NaN``/``Infinity`` (which JSON lacks; decoding re-encodes them as null)."""
+    return not text.startswith("{") or "NaN" in text or "Infinity" in text
 
 
 _PHASE = re.compile(r'"ph"\s*:\s*"([BE])"')

@@ -222,3 +222,18 @@ def test_lone_surrogates_and_nan_from_json_build(tmp_path: Path) -> None:
     assert isinstance(events, list) and events[0]["ts"] is None
     assert events[0]["args"] == {"v": None}
     strict_json(outcome.site / "compile_directory.json")
+
+
+def test_chromium_event_that_lost_its_payload_keeps_the_json_valid(tmp_path: Path) -> None:
+    """A flipped byte in ``has_payload`` leaves a chromium_event with no payload (its lines
+    become orphans): chromium_events.json stays valid JSON, the event is noted as bad."""
+    event = '{"name": "a", "ph": "B", "ts": 1795470200040371.5, "pid": 0, "tid": 0}'
+    good = trace_lines({"chromium_event": {}, **CID}, event)
+    broken = good.replace('"has_payload"', '"has_paiload"')
+    log = tmp_path / "lost.log"
+    log.write_text(good + broken + good.replace('"B"', '"E"'), encoding="utf-8")
+    outcome = build(str(log), tmp_path / "site", make_zip=False)
+    events = strict_json(outcome.site / "chromium_events.json")
+    assert isinstance(events, list) and [e["ph"] for e in events] == ["B", "E"]
+    health = text_of((outcome.site / "health.html").read_text(encoding="utf-8"))
+    assert "chromium_event: bad JSON" in health
