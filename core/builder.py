@@ -15,7 +15,7 @@ from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
 from .model import BODY_PAGE, Artifact, CompileUnit, DescribeRef, Phase, Trace
-from .records import CONTEXT_KEYS, Record, RecordReader
+from .records import CONTEXT_KEYS, Record, RecordReader, dumps_finite
 from .registry import RecordContext, handler_for
 from .stats import ParseStats
 from .store import PayloadStore
@@ -159,7 +159,7 @@ class TraceBuilder:
             with contextlib.suppress(UnicodeEncodeError):
                 return record.json_text.strip().encode("utf-8")
         envelope = {record.event_type: record.metadata}
-        return json.dumps(envelope, ensure_ascii=True, default=str).encode("utf-8")
+        return dumps_finite(envelope, ensure_ascii=True, default=str).encode("utf-8")
 
     def spill_describe(self, ctx: RecordContext) -> None:
         """Keep a describe_* record's envelope on disk; the unit keeps where to find it."""
@@ -174,7 +174,7 @@ class TraceBuilder:
         """Spill a decoded chromium event (the first one also tells the trace's year)."""
         if self.trace.year is None and isinstance(event, dict):
             self.trace.year = _year_of(event.get("ts"))
-        self.add_chromium_json(json.dumps(event, ensure_ascii=False))
+        self.add_chromium_json(dumps_finite(event, ensure_ascii=False))
 
     def inductor_compile_event(self, unit: CompileUnit, event: Any) -> None:
         """Label the artifacts logged inside one ``inductor_compile`` span with the graph it
@@ -274,7 +274,7 @@ class TraceBuilder:
             if key in line:
                 line[f"original_{key}"] = line[key]
             line[key] = value
-        self._raw.write(json.dumps(line, sort_keys=True, ensure_ascii=False, default=str))
+        self._raw.write(dumps_finite(line, sort_keys=True, ensure_ascii=False, default=str))
         self._raw.write("\n")
 
     def finish(self) -> None:

@@ -20,6 +20,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from .source import printable_name
 from .worker import WorkerProcess
 from .zip_entries import EntryLog
 
@@ -76,7 +77,8 @@ class Digest(bytes):
 
 def _add_to_zip(archive: zipfile.ZipFile, path: str | Path, name: str) -> Digest:
     """Deflate ``path`` into ``archive`` as ``name``; return its size and SHA-256."""
-    info = zipfile.ZipInfo(name, date_time=_FIXED_DATE)
+    info = zipfile.ZipInfo(printable_name(name), date_time=_FIXED_DATE)  # a folder name from
+    # the user may hold bytes that are not UTF-8, which a zip entry name cannot
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = 0o644 << 16
     with open(path, "rb") as source, archive.open(info, "w") as target:

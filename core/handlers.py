@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from pathlib import PurePosixPath
 
@@ -115,14 +116,59 @@ def metrics_only(ctx: RecordContext) -> None:
 
 
 def keep_metrics(ctx: RecordContext) -> None:
-    """Keep a metrics record; its fields wait in the payload store until a page reads them."""
+    """Keep a metrics record; its fields wait in the payload store until a page reads them.
+
+    A field pages and analyses compute with whose value has the wrong type (a number for
+    ``restart_reasons``, text or infinity for a time) is noted on Parse health and left out,
+    so everything downstream can rely on the types torch writes.
+    """
     event = ctx.keep_event(into="metrics")
-    if isinstance(event.metadata, dict):
-        version = event.metadata.get("pytorch_version")
-        if ctx.builder.trace.torch_version is None and isinstance(version, str):
-            ctx.builder.trace.torch_version = version  # torch with no torch_version artifact
-        envelope = ctx.builder.envelope_json(ctx.record)
-        event.metadata = StoredJson(ctx.builder.trace.store, envelope, ctx.record.event_type)
+    meta = event.metadata
+    if not isinstance(meta, dict):
+        return
+    version = meta.get("pytorch_version")
+    if ctx.builder.trace.torch_version is None and isinstance(version, str):
+        ctx.builder.trace.torch_version = version  # torch with no torch_version artifact
+    bad = [key for key, value in meta.items() if not metric_value_ok(key, value)]
+    for key in bad:
+        ctx.bad_field(key, meta[key])
+    if bad:
+        kept = {key: value for key, value in meta.items() if key not in bad}
+        envelope = json.dumps({ctx.record.event_type: kept}, ensure_ascii=True, default=str)
+        stored = envelope.encode("utf-8")
+    else:
+        stored = ctx.builder.envelope_json(ctx.record)
+    event.metadata = StoredJson(ctx.builder.trace.store, stored, ctx.record.event_type)
+
+
+#: Metrics fields read as text or as a whole number (torch's CompilationMetrics types).
+_TEXT_METRICS = frozenset(
+    {"fail_type", "fail_reason", "fail_user_frame_filename", "co_name", "co_filename"}
+    | {"recompile_reason"}
+)
+_INT_METRICS = frozenset(
+    {"fail_user_frame_lineno", "co_firstlineno", "graph_op_count", "graph_node_count"}
+    | {"graph_input_count", "guard_count", "shape_env_guard_count", "cache_size"}
+    | {"num_graph_breaks"}
+)
+#: Suffixes of durations (a finite number each).
+_TIME_SUFFIXES = ("_time_us", "_time_s", "_time_ms", "_time_ns")
+
+
+def metric_value_ok(key: str, value: object) -> bool:
+    """Whether a metrics field's value has the type pages compute with (None always does)."""
+    if value is None:
+        return True
+    if key == "restart_reasons":
+        return isinstance(value, list)
+    if key in _TEXT_METRICS:
+        return isinstance(value, str)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if key in _INT_METRICS:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if key.endswith(_TIME_SUFFIXES):
+        return number and math.isfinite(value)  # type: ignore[arg-type]
+    return True
 
 
 @handles("link")
@@ -220,7 +266,7 @@ def chromium_event(ctx: RecordContext) -> None:
         with contextlib.suppress(ValueError):
             ctx.builder.inductor_compile_event(ctx.unit, loads_bounded(text))
     heavy = _bracket_heavy(ctx.record.payload_bytes)
-    fast = ctx.builder.fast_paths and ctx.record.md5_ok
+    fast = ctx.builder.fast_paths and ctx.record.md5_ok and not _not_plain_json(text)
     if fast and ctx.builder.trace.year is not None and not heavy:
         # an intact payload is the JSON torch wrote (indent=0): newlines only separate tokens
         ctx.builder.add_chromium_json(text.replace("\n", ""))
@@ -231,6 +277,12 @@ def chromium_event(ctx: RecordContext) -> None:
         ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
         return
     ctx.builder.add_chromium_event(event)
+
+
+def _not_plain_json(text: str) -> bool:
+    """Whether the text may not be one JSON object as is: no payload (a damaged envelope), or
+    ``NaN``/``Infinity`` (which JSON lacks; decoding re-encodes them as null)."""
+    return not text.startswith("{") or "NaN" in text or "Infinity" in text
 
 
 _PHASE = re.compile(r'"ph"\s*:\s*"([BE])"')

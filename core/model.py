@@ -7,7 +7,6 @@ events. Payload text lives in a :class:`~tlsite.core.store.PayloadStore`, not in
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .compile_id import CompileId
 from .frames import Frame, InternTable
+from .records import loads_bounded
 from .stats import ParseStats
 from .store import PayloadRef, PayloadStore
 
@@ -292,7 +292,7 @@ class Trace:
         with open(self.describe_path, "rb") as spill:
             for ref in unit.describes:
                 spill.seek(ref.offset)
-                metadata = json.loads(spill.readline()).get(ref.type)
+                metadata = loads_bounded(spill.readline().decode("utf-8")).get(ref.type)
                 yield Event(type=ref.type, line=ref.line, compile_id=unit.id, metadata=metadata)
 
     def release_units(self) -> None:

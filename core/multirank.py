@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -36,6 +37,7 @@ from .analysis.compile_time import compile_times
 from .cleanup import make_scratch, remove_scratch
 from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
+from .records import loads_bounded
 from .source import LogSource, ResolvedInput, _rank_of
 
 #: Cache statuses from strongest to weakest (a compile id's status is its strongest lookup).
@@ -273,7 +275,7 @@ def _json(trace: Trace, artifact: Artifact) -> tuple[Any, str | None]:
     """The artifact's payload as JSON, or (None, why not)."""
     text = trace.read_payload(artifact.payload) if artifact.payload else ""
     try:
-        return json.loads(text), None
+        return loads_bounded(text), None
     except ValueError as exc:
         return None, f"not valid JSON ({exc})"
 
@@ -289,6 +291,18 @@ def _schedule_ops(
         _problem(summary, unit, artifact, "not a list of op names; schedule ignored")
         return None
     return value
+
+
+#: Runtime estimates at or above this many nanoseconds (31 years) are not taken: sums of them
+#: would overflow to infinity, which JSON cannot hold.
+MAX_RUNTIME_NS = 1e18
+
+
+def _runtime_value(value: object) -> bool:
+    """A JSON number that is a plausible runtime: not a bool, infinity (``1e400`` reads as
+    one), NaN or absurdly large."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and math.isfinite(value) and abs(value) < MAX_RUNTIME_NS  # type: ignore[arg-type]
 
 
 def _runtime_and_meta(
@@ -316,13 +330,14 @@ def _runtime_and_meta(
             stripped.append(op)
             continue
         name, ns = op.get("name"), op.get("estimated_runtime_ns")
-        if isinstance(name, str) and isinstance(ns, (int, float)) and not isinstance(ns, bool):
+        if isinstance(name, str) and _runtime_value(ns):
             ops.append({"name": name, "estimated_runtime_ns": float(ns)})  # f64, as tlparse
         else:
             bad += 1
         stripped.append({k: v for k, v in op.items() if k != "estimated_runtime_ns"})
     if bad:
-        _problem(summary, unit, artifact, f"{bad} op(s) without a name and a numeric runtime")
+        what = f"{bad} op(s) without a name and a plausible runtime; those ops ignored"
+        _problem(summary, unit, artifact, what)
     meta = {**value, "ops": stripped}
     canonical = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return ops, canonical

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -94,7 +95,63 @@ def loads_bounded(text: str) -> Any:
         raise JSONTooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep") from exc
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and json_depth_exceeds(value):
         raise JSONTooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    if _SURROGATE_ESCAPE.search(text):
+        value = _without_lone_surrogates(value)
     return value
+
+
+def dumps_finite(value: Any, **options: Any) -> str:
+    """``json.dumps`` that writes JSON: infinities and NaN (which ``json.loads`` reads from
+    ``1e400`` and ``NaN``) become ``null``."""
+    try:
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False, **options)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+#: A JSON escape of a UTF-16 surrogate: unpaired, it decodes to a string UTF-8 cannot encode.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _fix_text(text: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD, so
+    every page and file can be written as UTF-8 (pairs were joined by the decoder)."""
+    if isinstance(value, str):
+        return _fix_text(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    root = [value]
+    todo: list[Any] = [root]
+    while todo:
+        container = todo.pop()
+        if isinstance(container, dict):
+            items = list(container.items())
+            container.clear()
+            for key, item in items:
+                container[_fix_text(key) if isinstance(key, str) else key] = item
+        for key, item in container.items() if isinstance(container, dict) else enumerate(container):
+            if isinstance(item, str):
+                container[key] = _fix_text(item)
+            elif isinstance(item, (dict, list)):
+                todo.append(item)
+    return root[0]
 
 
 def valid_string_id(value: Any) -> bool:

@@ -90,10 +90,14 @@ class RecordContext:
             return default
         if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
             return value
-        self.builder.trace.stats.find(
-            "bad_field", self.record.line, f"{self.record.event_type}.{key}: {value!r}"[:200]
-        )
+        self.bad_field(key, value)
         return default
+
+    def bad_field(self, key: str, value: Any) -> None:
+        """Note on Parse health that field ``key`` has a value of the wrong type (ignored)."""
+        self.builder.trace.stats.find(
+            "bad_field", self.record.line, f"{self.record.event_type}.{key}: {value!r:.200}"
+        )
 
     def stack(self, key: str) -> list[Frame]:
         return read_stack(self.meta.get(key), self.builder.reader_strings)

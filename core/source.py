@@ -72,7 +72,9 @@ _LIST_SHOWN = 10  # candidates/ignored names quoted in one error line before "â€
 #: its name.
 _LOG_SUFFIXES = (".log", ".log.gz")
 _LOG_PREFIX = "dedicated_log_torch_trace"
-_RANK_RE = re.compile(r"dedicated_log_torch_trace_rank_(\d+)(?:_.*)?\.log(?:\.gz)?", re.DOTALL)
+#: A rank has at most 7 digits: a longer number (it would name files too long for any file
+#: system) makes the name not a rank log's.
+_RANK_RE = re.compile(r"dedicated_log_torch_trace_rank_(\d{1,7})(?:_.*)?\.log(?:\.gz)?", re.DOTALL)
 
 # Errors a decompressor or a damaged/vanished file can raise while we read it.
 _DATA_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
@@ -103,6 +105,15 @@ class _Scratch:
         self._finalizer()
 
 
+def printable_name(name: str) -> str:
+    """A file name as text UTF-8 can encode: bytes that are not UTF-8 (which Python keeps as
+    lone surrogates) are shown as ``\\xNN``."""
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 @dataclass(frozen=True)
 class LogSource:
     """One log to read: a name to show the user and a way to open its decompressed bytes."""
@@ -114,6 +125,10 @@ class LogSource:
     breaks: list[str] = field(default_factory=list, compare=False)
     """Where the data broke off (a cut or damaged gzip stream or archive member), one line each;
     the log is read up to there."""
+
+    def __post_init__(self) -> None:
+        # the name reaches pages, JSON and the terminal: it must be text UTF-8 can encode
+        object.__setattr__(self, "display_name", printable_name(self.display_name))
 
     def open(self) -> BinaryIO:
         return self.opener()

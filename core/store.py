@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from .cleanup import make_scratch, remove_scratch
+from .records import loads_bounded
 
 #: How many decoded JSON payloads :meth:`PayloadStore.read_json` keeps.
 DECODED_KEPT = 8
@@ -94,7 +94,7 @@ class PayloadStore:
         the same record many times in a row)."""
         value = self._decoded.get(ref.offset)
         if value is None:
-            value = json.loads(self.read_bytes(ref))
+            value = loads_bounded(self.read_bytes(ref).decode("utf-8"))
             self._decoded[ref.offset] = value
             if len(self._decoded) > DECODED_KEPT:
                 self._decoded.popitem(last=False)

@@ -205,7 +205,7 @@ VARIANTS = [
     Variant(
         "wrong_typed_metrics_field",
         replaced(METRICS_LINE, with_envelope(METRICS_LINE, _metrics_with_bad_cache_size)),
-        (),
+        (("bad_field", METRICS_LINE),),
         BASE_RECORDS,
         tlparse_agrees=False,  # tlparse rejects the whole envelope (fail_json)
     ),
@@ -376,7 +376,8 @@ def test_wrong_typed_metrics_field_keeps_the_unit_and_its_other_fields(tmp_path:
     trace = load(log)
     assert trace.stats.skipped_lines == 0
     unit = trace.unit("[0/0_1]")
-    assert unit.metric("cache_size") == "big"  # shown as logged
+    assert unit.metric("cache_size") is None  # ignored, and noted on Parse health
+    assert "compilation_metrics.cache_size: 'big'" in [s.detail for s in trace.stats.samples]
     assert unit.metric("co_name") == "fn"
     assert unit.metric("graph_op_count") == load(BASE).unit("[0/0_1]").metric("graph_op_count")
     assert [a.path for a in unit.artifacts] == [

@@ -17,7 +17,6 @@ also pick up another entry's files (``10_1_0_0/`` contains ``0_1_0_0/``); we do 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
@@ -25,6 +24,7 @@ from itertools import dropwhile
 from typing import Any
 
 from ..model import Artifact, CompileUnit, Trace
+from ..records import loads_bounded
 
 #: Artifact name prefixes tlparse tries for each input, preferred first (spec §6.1).
 PRE_GRAD = ("before_pre_grad_graph", "inductor_pre_grad_graph")
@@ -205,7 +205,7 @@ def line_mappings(
     Returns ``{}`` when the JSON does not decode (tlparse shows no links then).
     """
     try:
-        node_mappings = json.loads(mapping_text)
+        node_mappings = loads_bounded(mapping_text)
     except ValueError:
         return {}
     if not isinstance(node_mappings, dict):
@@ -407,7 +407,7 @@ def parse_kernel_stack_traces(text: str) -> list[KernelTraces] | None:
     newlines are trimmed. Traces that are not strings are skipped, as tlparse does.
     """
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
     except ValueError:
         return None
     if not isinstance(value, dict):

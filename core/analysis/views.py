@@ -7,13 +7,13 @@ failures and restarts. Pure functions of a :class:`Trace` (compile times: compil
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import Artifact, CompileUnit, Trace
+from ..records import loads_bounded
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
 #: torch <= 2.6 puts the reason on a "Reason: Unsupported: ..." line under the location.
@@ -376,7 +376,7 @@ def recompile_reasons(trace: Trace, unit: CompileUnit) -> list[str]:
         if artifact.name == "recompile_reasons" and artifact.payload is not None:
             text = trace.read_payload(artifact.payload)
             try:
-                value = json.loads(text)
+                value = loads_bounded(text)
             except ValueError:
                 return [text]
             if isinstance(value, list):
@@ -405,7 +405,7 @@ def guard_lines(trace: Trace, unit: CompileUnit) -> list[str]:
     for artifact in unit.artifacts:
         if artifact.kind == "dynamo_guards" and artifact.payload is not None:
             try:
-                value = json.loads(trace.read_payload(artifact.payload))
+                value = loads_bounded(trace.read_payload(artifact.payload))
             except ValueError:
                 continue
             codes = [str(g.get("code")) for g in value if isinstance(g, dict)]

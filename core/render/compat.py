@@ -18,6 +18,7 @@ from typing import Any
 
 from ..analysis.provenance import parse_kernel_stack_traces
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
+from ..records import loads_bounded
 from ..source import LogSource
 from .templating import render
 
@@ -25,7 +26,7 @@ from .templating import render
 def pretty_json(text: str) -> str:
     """tlparse's JSON artifact body: 2-space indent, sorted keys; raw text when invalid."""
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
     except ValueError:
         return text
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
@@ -221,7 +222,7 @@ def kernel_stack_traces(text: str) -> dict[str, list[str]]:
 
 def _json_list(text: str) -> list[Any]:
     try:
-        value = json.loads(text)
+        value = loads_bounded(text)
     except ValueError:
         return []
     return value if isinstance(value, list) else []

@@ -26,6 +26,7 @@ from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
+from ..records import loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS
 from ..store import read_slice
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
@@ -690,7 +691,7 @@ class ReportRenderer:
         for artifact in unit.artifacts:
             if artifact.kind == "dynamo_guards" and artifact.payload is not None:
                 try:
-                    value = json.loads(self.trace.read_payload(artifact.payload))
+                    value = loads_bounded(self.trace.read_payload(artifact.payload))
                 except ValueError:
                     continue
                 guards.extend(str(g.get("code")) for g in value if isinstance(g, dict))
