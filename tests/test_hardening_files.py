@@ -337,6 +337,8 @@ def test_a_damaged_zip_member_builds_and_says_it_is_damaged(tmp_path: Path) -> N
     health = (tmp_path / "site" / "health.html").read_text()
     assert "its data does not match its CRC" in health
     assert "lines from the damage on may be garbage" in health
+    where = health[health.index(">Where") :]  # its examples, in line order: the damage's first
+    assert where.index("the archive member is damaged") < where.index("no glog header")
 
 
 def test_a_zip_member_damaged_at_its_start_says_the_data_breaks_off_before_any_record(
