@@ -18,8 +18,8 @@ from .builder import ArtifactCallback, build_trace
 from .compile_id import CompileId
 from .model import Artifact, CompileUnit, Event, Trace
 from .records import CHUNK
-from .source import InputError, LogSource, ResolvedInput, resolve_input
-from .stats import ParseStats
+from .source import CRC_MISMATCHES, InputError, LogSource, ResolvedInput, resolve_input
+from .stats import SKIP_REASONS, ParseStats
 from .store import PayloadStore
 
 __all__ = [
@@ -67,9 +67,22 @@ def load_source(
             export_mode=export_mode,
             on_artifact=on_artifact,
         )
-    for line in source.breaks:  # the log broke off: the last line read is where
-        trace.stats.find("input_cut", trace.stats.total_lines, line)
+    for line in source.breaks:
+        if line in CRC_MISMATCHES:  # read to the end, but wrong: say where it first shows
+            trace.stats.find("input_damaged", _first_bad_line(trace.stats), line)
+        else:  # the log broke off: the last line read is where
+            trace.stats.find("input_cut", trace.stats.total_lines, line)
     return trace
+
+
+def _first_bad_line(stats: ParseStats) -> int:
+    """The first line skipped or holding a damaged payload (the last line when none is)."""
+    lines = [
+        numbers[0]
+        for reason, numbers in stats.lines_by_reason.items()
+        if numbers and (reason in SKIP_REASONS or reason == "md5_mismatch")
+    ]
+    return min(lines, default=stats.total_lines)
 
 
 def _counted(stream: BinaryIO, on_bytes: ProgressCallback) -> Iterator[bytes]:

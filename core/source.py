@@ -22,7 +22,8 @@ leading out of it is skipped with a line that names it.
 What is read is fixed when the log is chosen: a plain file is read up to the size it had then
 (a log still being written gives the same bytes to the reader and to ``raw.log``), and a cut
 or damaged gzip stream or zip member ends the log where it breaks, noted in
-``LogSource.breaks``, instead of losing everything.
+``LogSource.breaks``, instead of losing everything; one that decompresses to its end but not
+to its CRC is read whole (garbage after the damage included) and noted there too.
 Every problem becomes an ``InputError`` of one line that names the path.
 """
 
@@ -46,6 +47,7 @@ from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from .cleanup import make_scratch, remove_scratch
+from .stats import SHOWS_WHAT_CAME_BEFORE
 
 DEFAULT_MAX_UNPACKED_BYTES = 8 << 30
 """Most bytes we unpack from one archive (the logs we read, not the whole archive)."""
@@ -65,6 +67,7 @@ STDIN_NAME = "<stdin>"
 
 _HEAD_BYTES = 512  # enough for every magic number we look at, including tar's at offset 257
 _CHUNK = 1 << 20
+_MEMBER_STEP = 64 << 10  # bytes decoded per read of compressed data (see _GuardedRaw)
 _LIST_SHOWN = 10  # candidates/ignored names quoted in one error line before "… and N more"
 
 #: Names a folder's or archive's logs have (torch writes ``dedicated_log_torch_trace_*.log``);
@@ -79,6 +82,16 @@ _RANK_RE = re.compile(r"dedicated_log_torch_trace_rank_(\d{1,7})(?:_.*)?\.log(?:
 # Errors a decompressor or a damaged/vanished file can raise while we read it.
 _DATA_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile)
 _ZIP_ERRORS = (*_DATA_ERRORS, zipfile.LargeZipFile, NotImplementedError, RuntimeError, ValueError)
+
+CRC_MISMATCH = (
+    "the archive member is damaged: its data does not match its CRC; "
+    "lines after the damage may be garbage"
+)
+GZIP_CRC_MISMATCH = (
+    "the gzip data is damaged: it does not match its CRC; lines after the damage may be garbage"
+)
+CRC_MISMATCHES = (CRC_MISMATCH, GZIP_CRC_MISMATCH)
+"""Lines in ``LogSource.breaks`` for data that decompressed to its end, wrongly."""
 
 _KIND_TEXT = {
     "zip": "a zip archive",
@@ -386,6 +399,11 @@ class _GuardedRaw(io.RawIOBase):
     With ``breaks`` (an archive member), damaged data ends the stream where it breaks, with a
     line in ``breaks``, so the log is read up to there; ``stop_at`` ends it after that many
     bytes (a file that is still growing is read as far as it reached when it was chosen).
+
+    An archive member is read a step at a time (``readinto1``): a decompression error loses
+    what the failing call decoded, so small fixed steps lose little, and the same bytes on
+    every pass. Its ``crc`` is checked here at the end, not by :mod:`zipfile`, which would
+    drop the last read's bytes with the error; a mismatch is a line in ``breaks``.
     """
 
     def __init__(
@@ -397,9 +415,13 @@ class _GuardedRaw(io.RawIOBase):
         *,
         breaks: list[str] | None = None,
         stop_at: int | None = None,
+        crc: int | None = None,
     ) -> None:
         super().__init__()
         self._inner = inner
+        self._stepped = getattr(inner, "readinto1", None) is not None
+        self._expected_crc = crc
+        self._crc = 0
         self._display = display
         self._limit = limit
         self._closers = closers
@@ -417,13 +439,22 @@ class _GuardedRaw(io.RawIOBase):
                 return 0
             buffer = memoryview(buffer)[:room]
         try:
-            n = self._inner.readinto(buffer)  # type: ignore[attr-defined]
+            if self._stepped:
+                step = memoryview(buffer)[:_MEMBER_STEP]
+                n = self._inner.readinto1(step)  # type: ignore[attr-defined]
+            else:
+                n = self._inner.readinto(buffer)  # type: ignore[attr-defined]
         except _DATA_ERRORS as exc:
             if self._breaks is None:
                 raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
             _note_break(self._breaks, f"the archive member breaks off ({exc})", self._count)
             self._stop_at = self._count
             return 0
+        if self._expected_crc is not None:
+            if n:
+                self._crc = zlib.crc32(memoryview(buffer)[:n], self._crc)
+            else:
+                self._check_crc()
         self._count += n
         if self._limit is not None and self._count > self._limit:
             raise InputError(
@@ -431,6 +462,13 @@ class _GuardedRaw(io.RawIOBase):
                 "refused"
             )
         return n
+
+    def _check_crc(self) -> None:
+        """At the end of a member: its bytes are the ones that were stored, or say so."""
+        breaks = self._breaks
+        if breaks is not None and self._crc != self._expected_crc and CRC_MISMATCH not in breaks:
+            breaks.append(CRC_MISMATCH)
+        self._expected_crc = None  # checked once per pass
 
     def close(self) -> None:
         if self.closed:
@@ -444,7 +482,7 @@ class _GuardedRaw(io.RawIOBase):
 
 
 def _note_break(breaks: list[str], what: str, offset: int) -> None:
-    line = f"{what} after {offset:,} bytes of log; the report shows what came before"
+    line = f"{what} after {offset:,} bytes of log{SHOWS_WHAT_CAME_BEFORE}"
     if line not in breaks:  # each pass over the log meets the same break
         breaks.append(line)
 
@@ -487,10 +525,15 @@ class _Gunzip(io.RawIOBase):
                     if not data:
                         self._stop("the gzip data ends early")
                         break
-            try:
-                out = self._z.decompress(data, len(buffer))
+            try:  # in fixed steps: an error loses that step's bytes, the same on every pass
+                out = self._z.decompress(data, min(len(buffer), _MEMBER_STEP))
             except zlib.error as exc:
-                self._stop(f"the gzip data is damaged ({exc})")
+                if "incorrect data check" in str(exc) or "incorrect length check" in str(exc):
+                    self._done = True  # read to the end, but not what was written
+                    if GZIP_CRC_MISMATCH not in self._breaks:
+                        self._breaks.append(GZIP_CRC_MISMATCH)
+                else:
+                    self._stop(f"the gzip data is damaged ({exc})")
                 break
             if out:
                 n = len(out)
@@ -601,15 +644,20 @@ class _ZipMemberOpener:
         except _ZIP_ERRORS as exc:
             raise InputError(f"{self.display}: cannot open the archive ({exc})") from exc
         try:
-            member = zf.open(self.member)
-        except (*_ZIP_ERRORS, KeyError) as exc:
+            info = zf.getinfo(self.member)
+            crc = info.CRC
+            del info.CRC  # zipfile would check it, and drop the last bytes read: the guard does
+            member = zf.open(info)
+        except (*_ZIP_ERRORS, KeyError, AttributeError) as exc:
             zf.close()
             raise InputError(f"{self.display}: cannot open the member ({exc})") from exc
         except BaseException:
             zf.close()
             raise
         breaks = self.breaks if self.breaks is not None else []
-        raw = _guarded(member, self.display, self.declared_size, (zf.close,), breaks=breaks)
+        raw = _guarded(
+            member, self.display, self.declared_size, (zf.close,), breaks=breaks, crc=crc
+        )
         if not self.gzipped:
             return raw
         return _gunzipped(raw, self.display, breaks, self.limit)
@@ -938,8 +986,11 @@ def _resolve_open_zip(
         info = zf.getinfo(entry.name)
         if info.flag_bits & 0x1:
             raise InputError(f"{display}: encrypted zip members are not supported")
-        with zf.open(info) as member:
-            head = member.read(_HEAD_BYTES)
+        try:
+            with zf.open(info) as member:
+                head = member.read(_HEAD_BYTES)
+        except _DATA_ERRORS as exc:
+            raise InputError(f"{display}: the data breaks off before any record ({exc})") from exc
         gzipped = _gzip_or_plain(display, head, lambda i=info: zf.open(i))
         breaks: list[str] = []
         limit = _inner_limit(budget, choice.chosen, entry)

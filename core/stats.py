@@ -33,7 +33,15 @@ FINDING_REASONS: dict[str, str] = {
     "bad_payload": "payload could not be decoded as its declared format (shown as text)",
     "bad_compile_id": "compile-id fields are malformed (listed under 'unknown')",
     "input_cut": "the input breaks off here (cut or damaged compressed data): nothing after it",
+    "input_damaged": "the input is damaged (its data does not match its CRC): lines from the "
+    "damage on may be garbage",
 }
+
+#: How a line of ``LogSource.breaks`` ends when the log is read up to the break.
+SHOWS_WHAT_CAME_BEFORE = "; the report shows what came before"
+
+#: Findings about the input as a whole: one each at most, always kept and always told.
+INPUT_FINDINGS = ("input_cut", "input_damaged")
 
 SAMPLE_LIMIT = 200
 SAMPLE_CHARS = 160
@@ -83,7 +91,7 @@ class ParseStats:
         numbers = self.lines_by_reason.setdefault(reason, [])
         if len(numbers) < 10_000:
             numbers.append(line)
-        if len(self.samples) < SAMPLE_LIMIT:
+        if len(self.samples) < SAMPLE_LIMIT or reason in INPUT_FINDINGS:
             if len(detail) > SAMPLE_CHARS:
                 detail = detail[:SAMPLE_CHARS] + "…"
             self.samples.append(Sample(line, reason, detail))
@@ -115,6 +123,8 @@ class ParseStats:
         for sample in self.samples:
             if sample.reason == "input_cut":
                 parts.append(f"{sample.detail} (line {sample.line:,})")
+            elif sample.reason == "input_damaged":
+                parts.append(f"{sample.detail} (it shows from line {sample.line:,} on)")
         return f"{self.source}: " + "; ".join(parts)
 
     def why_not_clean(self) -> str:
@@ -137,6 +147,10 @@ class ParseStats:
         """
         if any(self.outcomes[outcome] for outcome in RECORD_OUTCOMES):
             return None
+        broken = [s.detail for s in self.samples if s.reason in INPUT_FINDINGS]
+        if broken:
+            detail = broken[0].removesuffix(SHOWS_WHAT_CAME_BEFORE)
+            return f"the data breaks off before any record ({detail})"
         if self.first_line is None:
             return "not a TORCH_TRACE log: it holds only blank lines"
         return (
@@ -151,7 +165,7 @@ class ParseStats:
         return (
             self.skipped_lines == 0
             and not self.findings["md5_mismatch"]
-            and not self.findings["input_cut"]
+            and not any(self.findings[reason] for reason in INPUT_FINDINGS)
         )
 
 

@@ -22,6 +22,7 @@ import py7zr
 import pytest
 from corpus import TLPARSE_INPUTS, TORCH_213, TRAINING_TRACE_GLOB
 
+from tlsite import cli
 from tlsite.cli import build
 from tlsite.core import InputError, load_source, resolve_input
 from tlsite.core import source as source_module
@@ -296,27 +297,87 @@ def test_a_gz_cut_inside_a_zip_builds_from_what_decompressed(tmp_path: Path) -> 
     trace.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the CRC mismatch at the member's end is not reported yet")
-def test_a_damaged_zip_member_builds_up_to_the_damage(tmp_path: Path) -> None:
-    # big enough that deflate emits the first half before the damage (simple.log is one block)
-    original = next(TORCH_213.glob(TRAINING_TRACE_GLOB)).read_bytes()
-    archive = tmp_path / "logs.zip"
+def _damaged_zip(original: bytes, archive: Path, at: float) -> Path:
+    """``original`` zipped as ``trace.log``, with 64 bytes of its deflate data zeroed ``at``
+    (a fraction of the way through): deflate has no check per block, so what follows the
+    damage may decode to garbage until the member's CRC, or a block that cannot be decoded."""
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("trace.log", original)
     data = bytearray(archive.read_bytes())
     start = 30 + len("trace.log")  # local header + name: the deflate stream follows
-    middle = start + (len(data) - start) // 2
-    data[middle : middle + 64] = bytes(64)  # a run of zeros in the middle of the data
+    spot = start + int((len(data) - start) * at)
+    data[spot : spot + 64] = bytes(64)
     archive.write_bytes(bytes(data))
+    return archive
+
+
+@pytest.mark.slow
+def test_a_damaged_zip_member_builds_and_says_it_is_damaged(tmp_path: Path) -> None:
+    # big enough that deflate emits the first half before the damage (simple.log is one block)
+    original = next(TORCH_213.glob(TRAINING_TRACE_GLOB)).read_bytes()
+    archive = _damaged_zip(original, tmp_path / "logs.zip", 0.5)
 
     outcome = build(str(archive), tmp_path / "site", bundle="none")
 
     raw = (tmp_path / "site" / "raw.log").read_bytes()
-    # deflate has no check per block: bytes after the damage may decode to garbage before zlib
-    # notices, but what came before it is the log as written
     assert len(raw) > len(original) // 4 and original.startswith(raw[: len(original) // 4])
-    assert "logs.zip:trace.log" in outcome.summary
-    assert "breaks off" in outcome.summary or "damaged" in outcome.summary
+    first_wrong = next(i for i, (a, b) in enumerate(zip(raw, original, strict=False)) if a != b)
+    assert raw.count(b"\n") + (not raw.endswith(b"\n")) == _total_lines(outcome.summary)
+    summary = outcome.summary.splitlines()[0]
+    assert summary.startswith("logs.zip:trace.log: ")
+    damage = re.search(
+        r"the archive member is damaged: its data does not match its CRC; lines after the "
+        r"damage may be garbage \(it shows from line ([\d,]+) on\)",
+        summary,
+    )
+    assert damage, summary
+    shown_from = int(damage[1].replace(",", ""))
+    assert shown_from <= raw[:first_wrong].count(b"\n") + 1  # at or before the first bad byte
+    assert not outcome.clean  # --strict fails
+    health = (tmp_path / "site" / "health.html").read_text()
+    assert "its data does not match its CRC" in health
+    assert "lines from the damage on may be garbage" in health
+    where = health[health.index(">Where") :]  # its examples, in line order: the damage's first
+    assert where.index("the archive member is damaged") < where.index("no glog header")
+
+
+def test_a_zip_member_damaged_at_its_start_says_the_data_breaks_off_before_any_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = SIMPLE.read_bytes()
+    for at in (0.0, 0.05):  # at resolve time (the first bytes), and while reading
+        archive = _damaged_zip(original, tmp_path / f"at{at}.zip", at)
+        out = tmp_path / f"site{at}"
+        code = cli.main(["build", str(archive), "-o", str(out), "--no-browser", "--no-zip"])
+        err = capsys.readouterr().err
+        assert code == cli.EXIT_FAILED
+        assert len(err.strip().splitlines()) == 1, err
+        assert err.startswith(
+            f"tlsite: error: {archive.name}:trace.log: the data breaks off before any record ("
+        ), err
+        assert "blank" not in err
+
+
+def test_a_damaged_gz_says_it_is_damaged_and_the_parse_reads_what_raw_log_holds(
+    tmp_path: Path,
+) -> None:
+    original = next(TORCH_213.glob(TRAINING_TRACE_GLOB)).read_bytes()
+    packed = bytearray(gzip.compress(original))
+    middle = len(packed) // 2
+    packed[middle : middle + 64] = bytes(64)
+    damaged = tmp_path / "trace.log.gz"
+    damaged.write_bytes(bytes(packed))
+
+    with resolve_input(damaged) as resolved:
+        log = resolved.logs[0]
+        trace = load_source(log)  # reads in 4 MiB steps
+        raw = b"".join(log.chunks())  # 1 MiB steps, as raw.log is written
+        trace.close()
+    assert log.breaks == [
+        "the gzip data is damaged: it does not match its CRC; lines after the damage may be garbage"
+    ]
+    assert trace.stats.total_lines == raw.count(b"\n") + (not raw.endswith(b"\n"))
+    assert trace.stats.findings["input_damaged"] == 1 and not trace.stats.is_clean
 
 
 def test_a_gz_that_is_not_gzip_at_all_is_still_refused(tmp_path: Path) -> None:
@@ -362,3 +423,17 @@ def test_strict_says_a_cut_input_is_why_it_exits_3(tmp_path: Path) -> None:
     )
     assert done.returncode == 3, done.stderr
     assert "the input breaks off before its end; exit 3" in done.stderr
+
+
+def test_a_cut_gz_says_so_even_after_hundreds_of_skipped_lines(tmp_path: Path) -> None:
+    """Where the data broke off is told however many other lines the Parse health page
+    already quotes (its examples are capped)."""
+    noisy = b"not a trace line\n" * 500 + SIMPLE.read_bytes()
+    cut = tmp_path / "noisy.log.gz"
+    cut.write_bytes(_cut(gzip.compress(noisy), 0.5))
+
+    outcome = build(str(cut), tmp_path / "site", bundle="none")
+
+    assert "500 bad header" in outcome.summary
+    assert "the gzip data ends early after" in outcome.summary
+    assert not outcome.clean

@@ -544,7 +544,7 @@ class ReportRenderer:
             read=read,
             skipped=skipped,
             findings=findings,
-            samples=stats.samples,
+            samples=sorted(stats.samples, key=lambda s: s.line),  # the damage's line too
             reasons={**SKIP_REASONS, **FINDING_REASONS},
             unknown_events=stats.unknown_events.most_common(),
             unknown_keys=stats.unknown_keys.most_common(),
