@@ -137,6 +137,8 @@ class ParseStats:
             parts.append(f"{damaged:,} {were} damaged (MD5 mismatch)")
         if self.findings["input_cut"]:
             parts.append("the input breaks off before its end")
+        if self.findings["input_damaged"]:
+            parts.append("the input's compressed data is damaged (CRC mismatch)")
         return " and ".join(parts)
 
     def not_a_trace(self) -> str | None:
