@@ -481,7 +481,8 @@ class ReportRenderer:
 
     def compile_time_page(self) -> Page:
         rows = _chart_rows(self.times[:40])
-        chart = render("time_chart.svg.html", rows=rows, label_w=_chart_label_width(rows))
+        label_ch = max((len(r["label"]) for r in rows), default=0)
+        chart = render("time_chart.html", rows=rows, label_ch=label_ch)
         md = render_markdown(
             "compile_time.md",
             times=self.times,
@@ -798,11 +799,6 @@ def _chart_rows(times: Iterable[CompileTime]) -> list[dict[str, Any]]:
         }
         for i, t in enumerate(times)
     ]
-
-
-def _chart_label_width(rows: list[dict[str, Any]]) -> int:
-    """Room for the longest compile id at the chart's font size (monospace-wide, to be safe)."""
-    return 12 + 8 * max((len(r["label"]) for r in rows), default=0)
 
 
 def _article(number: int) -> str:
