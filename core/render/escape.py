@@ -48,6 +48,21 @@ def md_code(value: object) -> Markup:
     return Markup(f"<code>{md_text(value)}</code>")
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def md_reason(value: object) -> Markup:
+    """Prose from torch (a graph-break reason, a failure message), which marks names with
+    Markdown-style backtick pairs: each pair becomes inline code, the rest is :func:`md_text`."""
+    text = str(value)
+    parts, start = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        parts += [md_text(text[start : match.start()]), md_code(match.group(1))]
+        start = match.end()
+    parts.append(md_text(text[start:]))
+    return Markup("".join(parts))
+
+
 def h(value: object) -> Markup:
     """HTML-escape for raw HTML blocks (Markdown leaves their content alone)."""
     return Markup(html.escape(str(value), quote=True))

@@ -59,6 +59,7 @@ def markdown_environment() -> jinja2.Environment:
     env.filters.update(
         md=escape.md_text,
         code=escape.md_code,
+        reason=escape.md_reason,
         h=escape.h,
         fence=escape.fence,
         link=escape.external_link,

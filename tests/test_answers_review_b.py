@@ -1,0 +1,63 @@
+"""Findings of the issue-16 browser review (part b): what a person sees on the report's pages.
+
+Each test opens or reads a site built from a real trace (the shared torch 2.13 corpus or the
+fixtures under tests/fixtures/traces) and checks what is shown, not how it is produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from test_answers_compile_time import training_trace
+
+from tlsite.core.render.escape import md_reason
+
+if TYPE_CHECKING:
+    from browser import SiteOpener
+
+FIXTURES = Path(__file__).parent / "fixtures" / "traces"
+
+
+def fixture_trace(name: str) -> Path:
+    return FIXTURES / name / f"{name}.log"
+
+
+# -- torch's `backtick` code spans in reasons -------------------------------------------------
+def test_reason_backticks_become_escaped_code() -> None:
+    """A backtick pair is inline code; what is inside and around it stays text, never HTML."""
+    shown = md_reason("Call to `<b>torch.f()</b>` in `x` and a lone ` tick <i>")
+    assert "<code>&lt;b&gt;torch\\.f\\(\\)&lt;/b&gt;</code>" in shown
+    assert "<code>x</code>" in shown
+    assert "<b>" not in shown and "<i>" not in shown
+    assert "\\` tick &lt;i&gt;" in shown
+
+
+SHOWN_REASONS = """(selector) => [...document.querySelectorAll(selector)]
+  .filter(e => e.innerText.includes('graph_break()'))
+  .map(e => ({text: e.innerText, code: [...e.querySelectorAll('code')].map(c => c.innerText)}))"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_graph_break_reasons_show_code_not_backticks(
+    site_of: Callable[[Path], Path], open_site: SiteOpener
+) -> None:
+    """Training trace: 'Call to `torch._dynamo.graph_break()`' is shown with the name as code,
+    without literal backticks, on the overview, the failures table and a compile id's page."""
+    site = site_of(training_trace())
+    for page_path, selector in (
+        ("index.html", ".md-content li"),
+        ("failures.html", ".md-content td"),
+        ("graph_breaks.html", ".md-content td, .md-content h2"),
+        ("-_1_0_0/index.html", ".admonition-title"),
+    ):
+        page, _ = open_site(site / page_path)
+        shown = page.evaluate(SHOWN_REASONS, selector)
+        assert shown, (page_path, "no graph-break reason shown")
+        for item in shown:
+            assert "`" not in item["text"], (page_path, item)
+            assert "torch._dynamo.graph_break()" in item["code"], (page_path, item)
+        page.close()
