@@ -61,3 +61,26 @@ def test_graph_break_reasons_show_code_not_backticks(
             assert "`" not in item["text"], (page_path, item)
             assert "torch._dynamo.graph_break()" in item["code"], (page_path, item)
         page.close()
+
+
+# -- a failure says what failed ----------------------------------------------------------------
+FAILURE_LINES = """(selector) => [...document.querySelectorAll(selector)]
+  .filter(e => e.innerText.includes('Failed to trace builtin operator'))
+  .map(e => ({text: e.innerText, code: [...e.querySelectorAll('code')].map(c => c.innerText)}))"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_failure_summary_names_what_failed(
+    site_of: Callable[[Path], Path], open_site: SiteOpener
+) -> None:
+    """compile_error fixture: [6/0] failed on `print` (its explanation says "builtin operator
+    `print`"); the overview's failure line and the failures table name it, as code."""
+    site = site_of(fixture_trace("compile_error"))
+    for page_path, selector in (("index.html", ".md-content li"), ("failures.html", "td")):
+        page, _ = open_site(site / page_path)
+        shown = page.evaluate(FAILURE_LINES, selector)
+        assert shown, page_path
+        for item in shown:
+            assert "print" in item["code"], (page_path, item)
+        page.close()

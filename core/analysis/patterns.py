@@ -60,7 +60,7 @@ def failure_groups(failures: list[Failure]) -> list[FailureGroup]:
     """Failures grouped by kind and summary, in order of first appearance."""
     groups: dict[tuple[str, str], FailureGroup] = {}
     for failure in failures:
-        message = failure.summary
+        message = failure.headline
         key = (failure.kind, message)
         group = groups.get(key)
         if group is None:
