@@ -84,3 +84,66 @@ def test_failure_summary_names_what_failed(
         for item in shown:
             assert "print" in item["code"], (page_path, item)
         page.close()
+
+
+# -- long tokens on a phone --------------------------------------------------------------------
+PATHS_SPLIT = """() => [...document.querySelectorAll('.stack-trie code')]
+  .filter(c => c.offsetParent).flatMap(code => {
+    // each line the location is drawn on must start right after a '/' (or be its first)
+    const text = code.textContent, range = document.createRange(), breaks = [];
+    let top = null;
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    let offset = 0;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.length; i++) {
+        range.setStart(node, i); range.setEnd(node, i + 1);
+        const rect = range.getBoundingClientRect();
+        if (top !== null && rect.top > top + 2) breaks.push(offset + i);
+        top = rect.top;
+      }
+      offset += node.length;
+    }
+    return breaks.filter(i => !code.classList.contains('loc') && text[i - 1] !== '/')
+      .map(i => text.slice(0, i) + ' | ' + text.slice(i));
+  })"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_trie_locations_break_only_at_slashes_on_a_phone(
+    site_of: Callable[[Path], Path], open_site: SiteOpener
+) -> None:
+    """Training trace, 390 px: a frame's 'folder/file.py:NNN' wraps only after a '/', so
+    'eval_frame.py:511' is never split into 'eval_frame.py:51' and '1'."""
+    page, _ = open_site(site_of(training_trace()) / "index.html")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.locator(".stack-trie code").count() > 10
+    assert page.evaluate(PATHS_SPLIT) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+WORDS_SPLIT = """() => [...document.querySelectorAll('.tlsite-fit td')].flatMap(td => {
+  const range = document.createRange(), split = [];
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const m of node.data.matchAll(/[A-Za-z]{6,}/g)) {
+      range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+      if (range.getClientRects().length > 1) split.push(m[0]);
+    }
+  }
+  return split;
+})"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_failures_table_keeps_words_whole_on_a_phone(
+    site_of: Callable[[Path], Path], open_site: SiteOpener
+) -> None:
+    """compile_error fixture, 390 px: 'BackendCompilerFailed' and 'RuntimeError' are not split
+    mid-word; the table scrolls in its own box and the page does not overflow."""
+    page, _ = open_site(site_of(fixture_trace("compile_error")) / "failures.html")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.get_by_text("BackendCompilerFailed").count() > 0
+    assert page.evaluate(WORDS_SPLIT) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
