@@ -147,3 +147,23 @@ def test_failures_table_keeps_words_whole_on_a_phone(
     assert page.get_by_text("BackendCompilerFailed").count() > 0
     assert page.evaluate(WORDS_SPLIT) == []
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+# -- status badges -----------------------------------------------------------------------------
+BROKEN_BADGES = """() => [...document.querySelectorAll('.md-content .tlsite-badge')]
+  .filter(b => b.getClientRects().length > 1).map(b => b.textContent)"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_status_badges_stay_on_one_line(
+    site_of: Callable[[Path], Path], open_site: SiteOpener
+) -> None:
+    """failures fixture, All compile ids, wide and at 390 px: no badge is split over lines
+    ('Empty / graph'), and the page does not overflow."""
+    page, _ = open_site(site_of(fixture_trace("failures")) / "compile_ids.html")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        assert page.locator(".md-content .tlsite-badge").count() > 5
+        assert page.evaluate(BROKEN_BADGES) == [], width
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), width

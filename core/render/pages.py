@@ -345,6 +345,7 @@ class ReportRenderer:
                     "href": self.href(unit, depth=0),
                     "status": status,
                     "status_label": status_mod.LABELS[status] if status else "",
+                    "status_short": status_mod.SHORT_LABELS[status] if status else "",
                     "function": self.function_of(unit) if framed else "",
                     "seconds": time.total if time else None,
                     "artifacts": artifacts,
