@@ -167,3 +167,25 @@ def test_status_badges_stay_on_one_line(
         assert page.locator(".md-content .tlsite-badge").count() > 5
         assert page.evaluate(BROKEN_BADGES) == [], width
         assert page.evaluate("document.documentElement.scrollWidth <= innerWidth"), width
+
+
+# -- frames that resume one function at one line -----------------------------------------------
+@pytest.mark.browser
+@pytest.mark.slow
+def test_two_resume_frames_at_one_line_read_differently(
+    site_of: Callable[[Path], Path], open_site: SiteOpener
+) -> None:
+    """failures fixture: `print(len(globals()) > 0)` breaks twice on line 42, so frames 7 and 8
+    both resume `one_line` at line 42; the navigation and page titles tell them apart."""
+    site = site_of(fixture_trace("failures"))
+    page, _ = open_site(site / "index.html")
+    shown = page.evaluate(
+        """() => [...document.querySelectorAll('.md-nav__link')].map(a => a.innerText.trim())
+             .filter(t => /^Frame \\d+: /.test(t))"""
+    )
+    labels = sorted({t.split(": ", 1)[1] for t in shown})
+    resumes = [t for t in labels if t.startswith("one_line (")]
+    assert len(resumes) == 2, shown
+    assert len({t.split(": ", 1)[1] for t in shown}) == len(set(shown)), shown
+    page.goto((site / "frames" / "frame_8.html").as_uri())
+    assert "2nd resume at line" in page.locator("h1").inner_text()
