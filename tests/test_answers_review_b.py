@@ -189,3 +189,20 @@ def test_two_resume_frames_at_one_line_read_differently(
     assert len({t.split(": ", 1)[1] for t in shown}) == len(set(shown)), shown
     page.goto((site / "frames" / "frame_8.html").as_uri())
     assert "2nd resume at line" in page.locator("h1").inner_text()
+
+
+# -- a recompile pattern with a tie ------------------------------------------------------------
+def test_recompile_pattern_says_ties_and_values() -> None:
+    """recompiles fixture: frame `f` recompiled on `mode == 'relu'`, then 'gelu' (2×), on the
+    dtype twice (2×, a tie) and on a size once; the overview says all three with their counts,
+    and which values the masked `mode == …` guard had."""
+    from test_answers_overview import problems
+
+    log = fixture_trace("recompiles")
+    raw = log.read_text(encoding="utf-8")
+    assert "mode == 'relu'" in raw and "mode == 'gelu'" in raw  # what the trace says
+    (line,) = [p for p in problems(log) if p.startswith("Recompiled")]
+    assert "most often" not in line, line  # a tie has no single "most often"
+    assert "mode == … 2× ('relu' → 'gelu')" in line, line
+    assert "tensor 'x' dtype mismatch. expected …, actual … 2×" in line, line
+    assert "tensor 'x' size mismatch at index 0. expected …, actual … 1×" in line, line
