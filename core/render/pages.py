@@ -814,6 +814,7 @@ def _chart_rows(times: Iterable[CompileTime]) -> list[dict[str, Any]]:
             "forward_seconds": t.seconds,
             "backward_seconds": t.backward_seconds,
             "seconds": t.total,
+            "autograd": t.compiled_autograd,
             "y": i,
         }
         for i, t in enumerate(times)
