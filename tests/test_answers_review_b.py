@@ -230,3 +230,23 @@ def test_compiled_autograd_time_is_not_called_forward() -> None:
     chart = markdown.split('<figure class="tlsite-chart">', 1)[1].split("</figure>", 1)[0]
     bar = chart.split("[!0/1/0]</a>", 1)[1].split("</li>", 1)[0]
     assert "chart-forward" not in bar and "compiled autograd" in bar, bar
+
+
+# -- tlparse-compatible pages on a phone -------------------------------------------------------
+@pytest.mark.browser
+@pytest.mark.slow
+def test_compat_pages_fit_a_phone(site_of: Callable[[Path], Path], open_site: SiteOpener) -> None:
+    """training trace's inductor_output_code_*.html (a long hashed title and payload link) and
+    the export_draft fixture's symbolic_guard_information_*.html do not scroll sideways at
+    390 px; their code blocks scroll inside themselves."""
+    found = sorted(site_of(training_trace()).glob("*/inductor_output_code_*.html"))
+    found += sorted(
+        site_of(fixture_trace("export_draft")).glob("*/symbolic_guard_information_*.html")
+    )
+    assert len(found) >= 2
+    for path in found[:3] + found[-2:]:
+        page, _ = open_site(path)
+        page.set_viewport_size({"width": 390, "height": 844})
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (path.name, width)
+        page.close()
