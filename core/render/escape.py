@@ -63,6 +63,16 @@ def md_reason(value: object) -> Markup:
     return Markup("".join(parts))
 
 
+_WORD_JOIN = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def md_words(value: object) -> Markup:
+    """A CamelCase name (``BackendCompilerFailed``) that may wrap between its words on a narrow
+    screen, never inside one; escaped like :func:`md_text`."""
+    joined = "<wbr>".join(md_text(part) for part in _WORD_JOIN.split(str(value)))
+    return Markup(f'<span class="tlsite-words">{joined}</span>')
+
+
 def h(value: object) -> Markup:
     """HTML-escape for raw HTML blocks (Markdown leaves their content alone)."""
     return Markup(html.escape(str(value), quote=True))

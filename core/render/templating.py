@@ -60,6 +60,7 @@ def markdown_environment() -> jinja2.Environment:
         md=escape.md_text,
         code=escape.md_code,
         reason=escape.md_reason,
+        words=escape.md_words,
         h=escape.h,
         fence=escape.fence,
         link=escape.external_link,
