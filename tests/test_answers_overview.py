@@ -254,10 +254,10 @@ def test_recompiles_on_different_guards_say_how_many() -> None:
     # README §2: mode == 'relu', size mismatch, dtype ×2, mode == 'gelu': three guards
     (recompile,) = [p for p in problems(RECOMPILES) if p.startswith("Recompiled")]
     assert recompile.startswith("Recompiled 5×: f")
-    assert "3 different guards, most often (2×)" in recompile
+    assert "3 different guards: " in recompile
     # the guard, without the values and the source line torch writes after it
     dtype = "tensor 'x' dtype mismatch. expected …, actual …"
-    assert recompile.endswith(("(2×) mode == …", f"(2×) {dtype}"))
+    assert "mode == … 2×" in recompile and f"{dtype} 2×" in recompile
 
 
 @pytest.mark.slow

@@ -127,6 +127,12 @@ class PhaseTime:
         return sum(c.seconds for c in self.children)
 
     @property
+    def compiled_autograd(self) -> bool:
+        """A compile of compiled autograd's graph (``[!0/1/0]``): its one record has the
+        forward (whole-frame) form, but the graph it compiles runs in the backward pass."""
+        return self.unit.id is not None and self.unit.id.compiled_autograd_id is not None
+
+    @property
     def consistent(self) -> bool:
         """False when the timers inside add up to more than this one (then no self time)."""
         return self.nested_seconds <= self.seconds + _SLACK * (1 + len(self.children))
@@ -164,6 +170,12 @@ class CompileTime:
         return self.seconds + self.backward_seconds
 
     @property
+    def compiled_autograd(self) -> bool:
+        """A compile of compiled autograd's graph (``[!0/1/0]``): its one record has the
+        forward (whole-frame) form, but the graph it compiles runs in the backward pass."""
+        return self.unit.id is not None and self.unit.id.compiled_autograd_id is not None
+
+    @property
     def consistent(self) -> bool:
         return all(p.consistent for root in self.forward + self.backward for _, p in root.walk())
 
@@ -183,7 +195,10 @@ class CompileTime:
     def slowest_phase(self) -> tuple[str, float] | None:
         """The timer with the largest self time, named with its direction."""
         best = max(self.self_times(), key=lambda item: item[2], default=None)
-        return None if best is None else (f"{best[1]} ({best[0]})", best[2])
+        if best is None:
+            return None
+        direction = "compiled autograd" if self.compiled_autograd else best[0]
+        return (f"{best[1]} ({direction})", best[2])
 
 
 def _seconds(meta: dict[str, Any], timer: Timer) -> float | None:

@@ -5,7 +5,6 @@ a pattern ("all 48 recompiles failed the same guard") instead of listing 48 line
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 from ..model import CompileUnit
@@ -23,19 +22,46 @@ _VALUE = re.compile(
 )
 
 
+def _first_line(reason: str) -> str:
+    return _SOURCE.sub("", _ENTRY.sub("", reason.strip().split("\n", 1)[0]))
+
+
 def guard_of(reason: str) -> str:
     """A recompile reason without its values: the guard that failed and on which input
     (``tensor 'x' size mismatch at index 0. expected …, actual …``)."""
-    first = _SOURCE.sub("", _ENTRY.sub("", reason.strip().split("\n", 1)[0]))
-    return _VALUE.sub(lambda m: f"{m['op'] or m['said'] or ''} …".lstrip(), first)
+    return _VALUE.sub(lambda m: f"{m['op'] or m['said'] or ''} …".lstrip(), _first_line(reason))
+
+
+def values_of(reason: str) -> str:
+    """The values :func:`guard_of` leaves out (``'relu'``, ``expected 4, actual 6``)."""
+    found = (m["value"] or m[0] for m in _VALUE.finditer(_first_line(reason)))
+    return ", ".join(v.strip() for v in found if v.strip())
+
+
+#: Values listed for one guard ("'relu' → 'gelu'") before "…".
+MAX_VALUES = 3
+
+
+@dataclass
+class GuardFailures:
+    """One guard a frame's recompiles failed: how often, and with which values."""
+
+    guard: str
+    count: int
+    values: list[str] = field(default_factory=list)  # distinct, in the order seen
+
+    @property
+    def shown_values(self) -> str:
+        more = " → …" if len(self.values) > MAX_VALUES else ""
+        return " → ".join(self.values[:MAX_VALUES]) + more
 
 
 @dataclass
 class RecompilePattern:
-    """The guards a frame's recompiles failed, most frequent first."""
+    """The guards a frame's recompiles failed, most frequent first (ties in the order seen)."""
 
     count: int  # recompiles
-    guards: list[tuple[str, int]]  # (guard, how many recompiles failed it)
+    guards: list[GuardFailures]
 
     @property
     def same_guard(self) -> bool:
@@ -43,8 +69,18 @@ class RecompilePattern:
 
 
 def recompile_pattern(frame: FrameCompiles) -> RecompilePattern:
-    counts = Counter(guard_of(r.reason) for r in frame.recompiles if r.reason)
-    return RecompilePattern(len(frame.recompiles), counts.most_common())
+    found: dict[str, GuardFailures] = {}
+    for recompile in frame.recompiles:
+        if not recompile.reason:
+            continue
+        guard = guard_of(recompile.reason)
+        entry = found.setdefault(guard, GuardFailures(guard, 0))
+        entry.count += 1
+        value = values_of(recompile.reason)
+        if value and value not in entry.values:
+            entry.values.append(value)
+    guards = sorted(found.values(), key=lambda g: -g.count)  # stable: ties keep their order
+    return RecompilePattern(len(frame.recompiles), guards)
 
 
 @dataclass
@@ -60,7 +96,7 @@ def failure_groups(failures: list[Failure]) -> list[FailureGroup]:
     """Failures grouped by kind and summary, in order of first appearance."""
     groups: dict[tuple[str, str], FailureGroup] = {}
     for failure in failures:
-        message = failure.summary
+        message = failure.headline
         key = (failure.kind, message)
         group = groups.get(key)
         if group is None:

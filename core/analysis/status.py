@@ -21,6 +21,16 @@ LABELS = {
     INTERRUPTED: "Interrupted: the log ends in it",
 }
 
+#: The same, short enough for a badge in a table column (the full label is its tooltip).
+SHORT_LABELS = {
+    OK: "Success",
+    BREAK: "Restarted",
+    EMPTY: "Empty graph",
+    ERROR: "Error",
+    MISSING: "No metrics",
+    INTERRUPTED: "Interrupted",
+}
+
 
 def classify(metrics: list[dict]) -> str:
     """tlparse's rule over all attempts of one compile, with two fixes.

@@ -435,12 +435,17 @@ class Failure:
     is_restart: bool
     backward: bool = False
     function_source: str = ""  # where the compiled function starts, when `source` is ""
-    subject: str = ""  # what tells a restart from others with the same title ("print")
+    subject: str = ""  # the name its title leaves out, or tells it from others ("print")
 
     @property
     def summary(self) -> str:
         """One line that says what went wrong: the exception, not a line ending in ':'."""
         return failure_summary(self.description)
+
+    @property
+    def headline(self) -> str:
+        """The summary, with the subject (`print`) when there is one."""
+        return f"{self.summary}: `{self.subject}`" if self.subject else self.summary
 
     @property
     def short_source(self) -> str:
@@ -538,7 +543,8 @@ def failures(trace: Trace) -> list[Failure]:
                         function_source="" if source else starts.get(_frame_key(unit), ""),
                     )
                 )
-    _tell_restarts_apart([r for r in rows if r.is_restart])
+    _name_subjects([r for r in rows if r.is_restart])
+    _name_subjects([r for r in rows if not r.is_restart])
     return rows
 
 
@@ -563,12 +569,17 @@ def _frame_starts(trace: Trace) -> dict[tuple[Any, Any], str]:
     return starts
 
 
-def _tell_restarts_apart(restarts: list[Failure]) -> None:
-    """Restarts whose reasons share a title get the name that differs (`open`, `print`)."""
+def _name_subjects(rows: list[Failure]) -> None:
+    """Rows whose reasons share a title get the name that differs (`open`, `print`); a title
+    that names nothing ("Failed to trace builtin operator") gets the first name its
+    explanation quotes, so that it says what failed."""
     by_title: dict[str, list[tuple[Failure, tuple[str, ...]]]] = {}
-    for row in restarts:
+    for row in rows:
         title, detail = reason_title(row.description)
         by_title.setdefault(title, []).append((row, quoted_names(detail)))
-    for same in by_title.values():
-        for (row, _), subject in zip(same, distinguishing_names([n for _, n in same]), strict=True):
+    for title, same in by_title.items():
+        subjects = distinguishing_names([n for _, n in same])
+        for (row, names), subject in zip(same, subjects, strict=True):
+            if not subject and names and "`" not in title and names[0] not in title:
+                subject = names[0]
             row.subject = subject

@@ -56,6 +56,31 @@ def md_code(value: object) -> Markup:
     return Markup(f"<code>{md_text(value)}</code>")
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def md_reason(value: object) -> Markup:
+    """Prose from torch (a graph-break reason, a failure message), which marks names with
+    Markdown-style backtick pairs: each pair becomes inline code, the rest is :func:`md_text`."""
+    text = str(value)
+    parts, start = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        parts += [md_text(text[start : match.start()]), md_code(match.group(1))]
+        start = match.end()
+    parts.append(md_text(text[start:]))
+    return Markup("".join(parts))
+
+
+_WORD_JOIN = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def md_words(value: object) -> Markup:
+    """A CamelCase name (``BackendCompilerFailed``) that may wrap between its words on a narrow
+    screen, never inside one; escaped like :func:`md_text`."""
+    joined = "<wbr>".join(md_text(part) for part in _WORD_JOIN.split(str(value)))
+    return Markup(f'<span class="tlsite-words">{joined}</span>')
+
+
 def h(value: object) -> Markup:
     """HTML-escape for raw HTML blocks (Markdown leaves their content alone, but
     preprocessors do not: braces become entities, for CriticMarkup and template plugins)."""

@@ -183,6 +183,7 @@ class ReportRenderer:
         self.prefix = prefix
         self.statuses = status_mod.statuses(trace)
         self.frames = views.frames(trace)
+        self.labels = function_labels(self.frames)  # frame titles, told apart
         self.graph_breaks = views.graph_breaks(trace)
         self.failures = views.failures(trace)
         self.times = compile_times(trace)
@@ -313,7 +314,7 @@ class ReportRenderer:
 
     def frames_index(self) -> Page:
         rows = [
-            (f, f"frame_{_frame_slug(f)}.md", sum(1 for _ in f.recompiles), function_label(f))
+            (f, f"frame_{_frame_slug(f)}.md", sum(1 for _ in f.recompiles), self.labels[id(f)])
             for f in self.frames
         ]
         md = render_markdown(
@@ -358,6 +359,7 @@ class ReportRenderer:
                     "href": self.href(unit, depth=0),
                     "status": status,
                     "status_label": status_mod.LABELS[status] if status else "",
+                    "status_short": status_mod.SHORT_LABELS[status] if status else "",
                     "function": self.function_of(unit) if framed else "",
                     "seconds": time.total if time else None,
                     "artifacts": artifacts,
@@ -499,7 +501,8 @@ class ReportRenderer:
 
     def compile_time_page(self) -> Page:
         rows = _chart_rows(self.times[:40])
-        chart = render("time_chart.svg.html", rows=rows, label_w=_chart_label_width(rows))
+        label_ch = max((len(r["label"]) for r in rows), default=0)
+        chart = render("time_chart.html", rows=rows, label_ch=label_ch)
         md = render_markdown(
             "compile_time.md",
             times=self.times,
@@ -560,7 +563,7 @@ class ReportRenderer:
         return Page("unknown_stacks.md", md, "Unknown stacks")
 
     def frame_page(self, frame: views.FrameCompiles) -> Page:
-        title = f"Frame {frame.frame}: {function_label(frame)}"
+        title = f"Frame {frame.frame}: {self.labels[id(frame)]}"
         md = render_markdown(
             "frame.md",
             frame=frame,
@@ -747,14 +750,31 @@ def _extra_pages() -> Any:
     return extra_pages
 
 
-def function_label(frame: views.FrameCompiles) -> str:
+def function_label(frame: views.FrameCompiles, nth: int = 1) -> str:
     """A frame's function for titles: dynamo's resume functions
     (``torch_dynamo_resume_in_forward_at_22``) read ``forward (resume at line 22)``, since
-    long names that share their start are cut to look alike in the navigation."""
+    long names that share their start are cut to look alike in the navigation. The ``nth``
+    frame of one resume name (two breaks on one line) reads ``(2nd resume at line 22)``."""
     match = _RESUME.match(frame.function)
     if match is None:
         return frame.function
-    return f"{match['name']} (resume at line\u00a0{match['line']})"  # no-break: "line 22" stays
+    which = f"{_ordinal(nth)} resume" if nth > 1 else "resume"
+    return f"{match['name']} ({which} at line\u00a0{match['line']})"  # "line 22" stays whole
+
+
+def function_labels(frames: list[views.FrameCompiles]) -> dict[int, str]:
+    """``id(frame) → label``, telling apart frames that resume one function at one line."""
+    seen: Counter[str] = Counter()
+    labels = {}
+    for frame in frames:
+        seen[frame.function] += 1
+        labels[id(frame)] = function_label(frame, seen[frame.function])
+    return labels
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _by_subgraph(artifacts: list[dict[str, Any]]) -> list[tuple[str | None, list[dict]]]:
@@ -839,15 +859,11 @@ def _chart_rows(times: Iterable[CompileTime]) -> list[dict[str, Any]]:
             "forward_seconds": t.seconds,
             "backward_seconds": t.backward_seconds,
             "seconds": t.total,
+            "autograd": t.compiled_autograd,
             "y": i,
         }
         for i, t in enumerate(times)
     ]
-
-
-def _chart_label_width(rows: list[dict[str, Any]]) -> int:
-    """Room for the longest compile id at the chart's font size (monospace-wide, to be safe)."""
-    return 12 + 8 * max((len(r["label"]) for r in rows), default=0)
 
 
 def _article(number: int) -> str:

@@ -59,6 +59,8 @@ def markdown_environment() -> jinja2.Environment:
     env.filters.update(
         md=escape.md_text,
         code=escape.md_code,
+        reason=escape.md_reason,
+        words=escape.md_words,
         h=escape.h,
         fence=escape.fence,
         link=escape.external_link,
