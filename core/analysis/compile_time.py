@@ -127,12 +127,6 @@ class PhaseTime:
         return sum(c.seconds for c in self.children)
 
     @property
-    def compiled_autograd(self) -> bool:
-        """A compile of compiled autograd's graph (``[!0/1/0]``): its one record has the
-        forward (whole-frame) form, but the graph it compiles runs in the backward pass."""
-        return self.unit.id is not None and self.unit.id.compiled_autograd_id is not None
-
-    @property
     def consistent(self) -> bool:
         """False when the timers inside add up to more than this one (then no self time)."""
         return self.nested_seconds <= self.seconds + _SLACK * (1 + len(self.children))
