@@ -67,7 +67,7 @@ def test_trie_items_have_no_depth_limit_of_their_own() -> None:
     frames = [Frame(f"/f{i}.py", i, f"fn{i}") for i in range(20_000)]
     unit = CompileUnit(id=None, order=0, first_line=1)
     unit.stacks.append(frames)
-    items = list(trie_items(compile_trie([unit]), max_depth=30_000))
+    items = list(trie_items(compile_trie([unit]).root, max_depth=30_000))
     assert sum(1 for i in items if i.node is not None) == 20_000
     assert sum(1 for i in items if i.node is None) == 19_999  # every nested list is closed
     assert [i for i in items if i.node is not None][-1].units == [unit]

@@ -58,8 +58,50 @@ def _count(root: TrieNode) -> None:
         node.stacks = node.terminals + sum(c.stacks for c in node.children.values())
 
 
-def compile_trie(units: list[CompileUnit]) -> TrieNode:
-    return build_trie([(stack, unit) for unit in units for stack in unit.stacks])
+@dataclass
+class CompileTrie:
+    """The trie of compile stacks, and where the compile ids without a stack of their own went."""
+
+    root: TrieNode
+    #: ``id(unit)`` of a compile with no stack logged (no ``dynamo_start``: a restart, or the
+    #: compile that hit the recompile limit) -> the compile of its frame whose stack it hangs at
+    stand_ins: dict[int, CompileUnit]
+    #: compiles with no stack whose frame logged none either (shown in a line under the trie)
+    unplaced: list[CompileUnit]
+
+
+def compile_trie(units: list[CompileUnit]) -> CompileTrie:
+    """Every compile id with a frame lands in the trie: one without a stack hangs where the
+    nearest compile of the same frame does (a frame's compiles start from the same code)."""
+    by_frame: dict[int, list[CompileUnit]] = {}
+    for unit in units:
+        if unit.stacks and unit.id is not None and unit.id.frame_id is not None:
+            by_frame.setdefault(unit.id.frame_id, []).append(unit)
+    stacks: list[tuple[list[Frame], CompileUnit | None]] = []
+    stand_ins: dict[int, CompileUnit] = {}
+    unplaced: list[CompileUnit] = []
+    for unit in units:
+        stacks += [(stack, unit) for stack in unit.stacks]
+        if unit.stacks or unit.id is None or unit.id.frame_id is None:
+            continue
+        donor = _nearest(unit, by_frame.get(unit.id.frame_id, []))
+        if donor is None:
+            unplaced.append(unit)
+        else:
+            stand_ins[id(unit)] = donor
+            stacks.append((donor.stack, unit))
+    return CompileTrie(build_trie(stacks), stand_ins, unplaced)
+
+
+def _nearest(unit: CompileUnit, others: list[CompileUnit]) -> CompileUnit | None:
+    """The compile of the same frame closest in recompile count (an earlier one on a tie)."""
+    mine = (unit.id.frame_compile_id or 0, unit.id.attempt or 0) if unit.id else (0, 0)
+
+    def distance(other: CompileUnit) -> tuple[int, bool, int]:
+        theirs = (other.id.frame_compile_id or 0, other.id.attempt or 0) if other.id else (0, 0)
+        return abs(theirs[0] - mine[0]), theirs[0] > mine[0], abs(theirs[1] - mine[1])
+
+    return min(others, key=distance, default=None)
 
 
 def unknown_trie(stacks: Mapping[tuple[Frame, ...], int]) -> TrieNode:

@@ -405,8 +405,14 @@ class ReportRenderer:
             "graph_breaks": self.graph_breaks,
             "recompiled": [(f, recompile_pattern(f)) for f in recompiled[:MAX_PROBLEMS]],
             "n_recompiled": len(recompiled),
-            "has_trie": bool(trie.children),
-            "trie": trie_html(trie, status_of=self.status, href_of=lambda u: self.href(u, depth=0)),
+            "has_trie": bool(trie.root.children),
+            "trie": trie_html(
+                trie.root,
+                status_of=self.status,
+                href_of=lambda u: self.href(u, depth=0),
+                stand_ins=trie.stand_ins,
+            ),
+            "no_stack": trie.unplaced,
             "legend": {
                 key: label
                 for key, label in status_mod.LABELS.items()

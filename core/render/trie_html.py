@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from markupsafe import Markup
@@ -70,13 +70,16 @@ def trie_html(
     *,
     status_of: Callable[[CompileUnit], str],
     href_of: Callable[[CompileUnit], str],
+    stand_ins: Mapping[int, CompileUnit] | None = None,
 ) -> Markup:
-    """The trie as one raw-HTML block for a Markdown page (no blank lines inside)."""
+    """The trie as one raw-HTML block for a Markdown page (no blank lines inside).
+    ``stand_ins`` (by ``id(unit)``): whose stack a compile with no stack of its own hangs at."""
     html = render(
         "stack_trie.html",
         items=trie_items(root),
         status_of=status_of,
         href_of=href_of,
+        stand_in_of=lambda unit: (stand_ins or {}).get(id(unit)),
         max_links=MAX_LINKS_PER_NODE,
         max_depth=MAX_DEPTH,
     )
