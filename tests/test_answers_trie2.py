@@ -111,3 +111,24 @@ def test_the_recompile_limit_compile_is_visible_in_the_trie_without_a_click(
     assert "No stack was logged" in (limit.get_attribute("title") or "")
     assert page.locator(".stack-trie .trie-unlogged").first.is_visible()
     assert report.console_errors == []
+
+
+@pytest.mark.slow
+def test_a_storm_node_links_the_rest_of_its_compile_ids(tmp_path: Path) -> None:
+    """A frame recompiled more times than a node lists: the rest are one click away."""
+    from test_site import RECOMPILES, _make_trace
+
+    from tlsite.cli import build
+    from tlsite.core.render.trie_html import MAX_LINKS_PER_NODE
+
+    trace = _make_trace(
+        tmp_path / "storm.log", "--storm", str(MAX_LINKS_PER_NODE + 30), "--base", str(RECOMPILES)
+    )
+    build(str(trace), tmp_path / "site", make_zip=False)
+    page = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    trie = page.split('class="stack-trie"', 1)[1]
+    more = re.search(r'<a class="trie-more" href="([^"]+)">and (\d+) more', trie)
+    assert more is not None
+    assert (tmp_path / "site" / more[1]).is_file()
+    listed = len(re.findall(r'class="cid status-', trie))
+    assert listed + int(more[2]) >= MAX_LINKS_PER_NODE + 30

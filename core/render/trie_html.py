@@ -12,7 +12,7 @@ from ..model import CompileUnit
 from .templating import render
 
 #: Compile-id links shown at one trie node before "and N more".
-MAX_LINKS_PER_NODE = 40
+MAX_LINKS_PER_NODE = 200
 
 #: Trie levels shown as nested lists (real stacks are a few dozen frames). Browsers stop
 #: nesting elements a few hundred levels deep (Chromium's parser at 512), and nobody reads a
