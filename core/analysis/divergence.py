@@ -961,6 +961,16 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
     if report.empty:
         ranks = ranks_phrase(r.rank for r in report.empty)
         found.append(Divergence("ranks", f"Empty rank logs (nothing was logged) on {ranks}."))
+    versions = group_ranks({r.rank: r.torch_version for r in report.ranks if r.torch_version})
+    if len(versions) > 1:
+        found.append(
+            Divergence(
+                "ranks",
+                "The ranks ran different PyTorch versions: "
+                + "; ".join(f"{v} on {ranks_phrase(g)}" for g, v in versions)
+                + ".",
+            )
+        )
     if report.compile_ids.divergent:
         found.append(
             Divergence(

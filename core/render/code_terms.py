@@ -11,7 +11,8 @@ list of distinct terms taken from the text the page renders anyway, by regular e
 * kernel names in generated code: ``triton_poi_fused_...``, ``cpp_fused_...``;
 * graph node names (without their ``_<n>`` suffix: ``view_12`` is ``view``);
 * guard kinds (``TENSOR_MATCH``), guard functions (``___check_obj_id``) and the variables
-  guarded (``L['x']``, ``G['torch']``);
+  guarded (``L['x']``, ``G['torch']``), with the attributes and items guarded through them
+  (``L['self']._modules['attn'].training``);
 * the field names of compilation metrics.
 
 :class:`CodeIndex` keeps each distinct list once (a recompile storm repeats the same code
@@ -39,7 +40,12 @@ _NODE = re.compile(r"\n {4,}(\w+)(?:: \"[^\"\n]*\")? = ")
 _NUMBERED = re.compile(r"_\d+$")
 _GUARD_KIND = re.compile(r"\+- ([A-Z][A-Z0-9_]+):")
 _GUARD_CALL = re.compile(r": (___\w+)\(")  # "+- ID_MATCH: ___check_obj_id(...)"
-_GUARDED = (re.compile(r"L\['[^'\n\]]{1,120}'\]"), re.compile(r"G\['[^'\n\]]{1,120}'\]"))
+# a guarded variable with the attributes and items reached through it, as guards print it:
+# "L['self']._modules['attn'].training" (its root "L['self']" is a term too)
+_GUARDED = tuple(
+    re.compile(prefix + r"\['[^'\n\]]{1,120}'\](?:\.\w+|\['[^'\n\]]{1,120}'\])*")
+    for prefix in ("L", "G")
+)
 #: At most this many terms per artifact: the index stays small on graphs of thousands of nodes.
 MAX_TERMS = 400
 #: Terms longer than this are left out (generated names of hundreds of characters).
@@ -57,7 +63,9 @@ def code_terms(name: str, text: str) -> list[str]:
         if "check_tensor(" in text:
             terms.add("check_tensor")
         for pattern in _GUARDED:
-            terms.update(pattern.findall(text))
+            for chain in pattern.findall(text):
+                terms.add(chain)
+                terms.add(chain[: chain.index("']") + 2])
     else:
         terms.update(_NAMESPACED_OP.findall(text))
         if "inductor_output_code" in name or "async_compile" in text:  # generated code

@@ -14,10 +14,12 @@
  * completed, before Material sees it, with the artifact sections whose terms match every word of
  * the query (a word matches a term where it starts: at the start or after a character that is
  * not a letter or digit, so "addmm" finds "aten.addmm.default" and "layer_norm" finds
- * "aten.native_layer_norm.default"). Sections go into the page's result when Material found the
- * page too, else into a new result after Material's; each links to the artifact's heading.
- * Everything from the index is escaped before it is shown. Without the file (a Markdown tree
- * built by plain `mkdocs build`, whose search indexes the code itself) nothing is added.
+ * "aten.native_layer_norm.default"; "L['self'].training" finds
+ * "L['self']._modules['attn'].training"). Sections go into the page's result when Material
+ * found the page too, else into a new result after Material's (before, for a query that looks
+ * like code); each links to the artifact's heading. Everything from the index is escaped
+ * before it is shown. Without the file (a Markdown tree built by plain `mkdocs build`, whose
+ * search indexes the code itself) nothing is added.
  */
 (function () {
   "use strict";
@@ -93,13 +95,30 @@
     return words;
   }
 
-  /* The first term of a space-separated list that has `word` at a word start, or null. */
-  function findTerm(text, lower, word) {
-    for (var at = lower.indexOf(word); at !== -1; at = lower.indexOf(word, at + 1)) {
+  /* A query looks like code where it has brackets, quotes, parentheses or a dot inside a word
+   * (`L['idx']`, `aten.mm`): its code results come before Material's, which split it into
+   * words ("L", "idx") found all over the report. The pages with code that matches then come
+   * first, in Material's order, then the pages with new results. */
+  function looksLikeCode(query) {
+    return /[\[\]'"()]|\w\.\w/.test(String(query));
+  }
+
+  /* Where `word` is in `lower` at a word start from `from` on: {at, length}, or null. A word
+   * whose attribute follows an item (`l['self'].training`) also matches a term with more
+   * steps between them (`L['self']._modules['attn'].training`, as guards print it). */
+  function locate(lower, word, from) {
+    var pieces = word.split(/(?<=[\])])(?=\.)/);
+    for (var at = lower.indexOf(pieces[0], from); at !== -1;
+      at = lower.indexOf(pieces[0], at + 1)) {
       if (at > 0 && /[a-z0-9]/.test(lower.charAt(at - 1))) continue;
-      var start = lower.lastIndexOf(" ", at) + 1;
-      var end = lower.indexOf(" ", at);
-      return { term: text.slice(start, end === -1 ? undefined : end), offset: at - start };
+      var termEnd = lower.indexOf(" ", at);
+      if (termEnd === -1) termEnd = lower.length;
+      var end = at + pieces[0].length;
+      for (var p = 1; p < pieces.length && end <= termEnd; p++) {
+        var next = lower.indexOf(pieces[p], end);
+        end = next === -1 ? Infinity : next + pieces[p].length;
+      }
+      if (end <= termEnd) return { at: at, length: end - at };
     }
     return null;
   }
@@ -107,16 +126,12 @@
   /* Every term of the list that has `word` at a word start (for the snippet). */
   function findTerms(text, lower, word, into) {
     var from = 0;
-    for (var at = lower.indexOf(word); at !== -1; at = lower.indexOf(word, from)) {
-      var start = lower.lastIndexOf(" ", at) + 1;
-      var end = lower.indexOf(" ", at);
+    for (var hit = locate(lower, word, 0); hit; hit = locate(lower, word, from)) {
+      var start = lower.lastIndexOf(" ", hit.at) + 1;
+      var end = lower.indexOf(" ", hit.at);
       if (end === -1) end = lower.length;
       from = end;
-      if (at > 0 && /[a-z0-9]/.test(lower.charAt(at - 1))) {
-        from = at + 1;
-        continue;
-      }
-      into.push({ term: text.slice(start, end), offset: at - start, length: word.length });
+      into.push({ term: text.slice(start, end), offset: hit.at - start, length: hit.length });
     }
   }
 
@@ -125,7 +140,7 @@
     var found = {};
     for (var i = 0; i < index.terms.length; i++) {
       var text = index.terms[i], lower = index.lower[i];
-      var all = words.every(function (word) { return findTerm(text, lower, word) !== null; });
+      var all = words.every(function (word) { return locate(lower, word, 0) !== null; });
       if (!all) continue;
       var hits = [];
       words.forEach(function (word) { findTerms(text, lower, word, hits); });
@@ -161,7 +176,7 @@
     words.forEach(function (word) { terms[word] = true; });
 
     var groups = result.items.slice();
-    var groupOf = {};
+    var groupOf = {}, withSections = [], codeLike = looksLikeCode(query);
     groups.forEach(function (group, position) {
       group.forEach(function (item) {
         if (item.location.indexOf("#") === -1) groupOf[item.location] = position;
@@ -185,13 +200,20 @@
       if (!sections.length) return;
       var position = groupOf[location];
       if (position !== undefined) {
-        groups[position] = merged(groups[position], sections);
+        groups[position] = merged(groups[position], sections, codeLike);
+        withSections.push(groups[position]);
         return;
       }
       sections.forEach(function (section, i) { section.score = i < OPEN_SECTIONS ? 1 : 0.5; });
       groups.push([{ location: location, title: escapeHtml(page[1]), text: "", score: 1,
         terms: terms }].concat(sections));
+      withSections.push(groups[groups.length - 1]);
     });
+    if (codeLike) {
+      groups = withSections.concat(groups.filter(function (group) {
+        return withSections.indexOf(group) === -1;
+      }));
+    }
     var copy = {};
     Object.keys(result).forEach(function (key) { copy[key] = result[key]; });
     copy.items = groups;
@@ -200,8 +222,9 @@
 
   /* Material's result for a page with the page's code sections added. Where Material found
    * every word of the query in one of the page's sections, the code sections come after its
-   * own (under "N more on this page"); else the first ones are shown with its best. */
-  function merged(group, sections) {
+   * own (under "N more on this page"); else the first ones are shown with its best. For a
+   * query that looks like code (`codeFirst`) the first ones come before Material's own. */
+  function merged(group, sections, codeFirst) {
     var have = {};
     group.forEach(function (item) { have[item.location] = true; });
     sections = sections.filter(function (section) { return !have[section.location]; });
@@ -212,13 +235,14 @@
       var found = Object.keys(item.terms || {}).map(function (key) { return item.terms[key]; });
       return found.length > 0 && found.every(Boolean);
     });
-    var shown = strong ? [] : sections.slice(0, OPEN_SECTIONS);
+    var shown = strong && !codeFirst ? [] : sections.slice(0, OPEN_SECTIONS);
     var rest = sections.slice(shown.length);
     shown.forEach(function (section) { section.score = top; });
     rest.forEach(function (section) { section.score = low; });
     // the first section scored below the best ends the ones Material shows at once
     var cut = group.findIndex(function (item, i) { return i > 0 && item.score < top; });
     if (cut === -1) cut = group.length;
+    if (codeFirst) cut = 0; // Material shows the page, then its items in this order
     return group.slice(0, cut).concat(shown, group.slice(cut), rest);
   }
 
