@@ -183,11 +183,12 @@ class TraceBuilder:
         their artifacts stay unlabelled."""
         if not isinstance(event, dict) or event.get("name") != "inductor_compile":
             return
-        opened = self._inductor_open.setdefault(unit.id, [])
         if event.get("ph") == "B":
+            opened = self._inductor_open.setdefault(unit.id, [])
             if len(opened) < MAX_OPEN_PHASES:  # each open span is walked once when it ends
                 opened.append(len(unit.artifacts))
             return
+        opened = self._inductor_open.get(unit.id)
         if event.get("ph") != "E" or not opened:
             return
         start = opened.pop()
@@ -278,7 +279,7 @@ class TraceBuilder:
         self._raw.write("\n")
 
     def finish(self) -> None:
-        self.trace.open_phases = {key: list(p) for key, p in self._open_phases.items() if p}
+        self.trace.open_phases = self._open_phases  # a key goes when its last phase ends
         self._raw.close()
         self._chromium.close()
         self._describe.close()

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import re
 from pathlib import PurePosixPath
+from typing import Any
 
 from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
 from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, StoredJson
-from .records import MAX_JSON_DEPTH, JSONTooDeep, loads_bounded
+from .records import (
+    MAX_JSON_DEPTH,
+    JSONTooDeep,
+    is_finite_number,
+    is_whole_number,
+    loads_bounded,
+)
 from .registry import RecordContext, handles, safe_name
 
 #: Graph-like envelopes whose payload becomes ``<type>_N.txt``.
@@ -163,11 +169,10 @@ def metric_value_ok(key: str, value: object) -> bool:
         return isinstance(value, list)
     if key in _TEXT_METRICS:
         return isinstance(value, str)
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if key in _INT_METRICS:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return is_whole_number(value)
     if key.endswith(_TIME_SUFFIXES):
-        return number and math.isfinite(value)  # type: ignore[arg-type]
+        return is_finite_number(value)
     return True
 
 
@@ -262,20 +267,23 @@ def chromium_event(ctx: RecordContext) -> None:
     mark = _phase_mark(text)
     if mark is not None:
         ctx.builder.chromium_phase(ctx.record, *mark)
+    event: Any = None
     if '"inductor_compile"' in text:  # a few per compile: they say forward or backward
         with contextlib.suppress(ValueError):
-            ctx.builder.inductor_compile_event(ctx.unit, loads_bounded(text))
+            event = loads_bounded(text)
+            ctx.builder.inductor_compile_event(ctx.unit, event)
     heavy = _bracket_heavy(ctx.record.payload_bytes)
     fast = ctx.builder.fast_paths and ctx.record.md5_ok and not _not_plain_json(text)
     if fast and ctx.builder.trace.year is not None and not heavy:
         # an intact payload is the JSON torch wrote (indent=0): newlines only separate tokens
         ctx.builder.add_chromium_json(text.replace("\n", ""))
         return
-    try:
-        event = loads_bounded(text)
-    except ValueError:
-        ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
-        return
+    if event is None:  # not decoded above
+        try:
+            event = loads_bounded(text)
+        except ValueError:
+            ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
+            return
     ctx.builder.add_chromium_event(event)
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import multiprocessing
 import os
 import shutil
@@ -37,7 +36,7 @@ from .analysis.compile_time import compile_times
 from .cleanup import make_scratch, remove_scratch
 from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
-from .records import loads_bounded
+from .records import is_finite_number, loads_bounded
 from .source import LogSource, ResolvedInput, _rank_of
 
 #: Cache statuses from strongest to weakest (a compile id's status is its strongest lookup).
@@ -301,8 +300,7 @@ MAX_RUNTIME_NS = 1e18
 def _runtime_value(value: object) -> bool:
     """A JSON number that is a plausible runtime: not a bool, infinity (``1e400`` reads as
     one), NaN or absurdly large."""
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return number and math.isfinite(value) and abs(value) < MAX_RUNTIME_NS  # type: ignore[arg-type]
+    return is_finite_number(value) and abs(value) < MAX_RUNTIME_NS  # type: ignore[operator]
 
 
 def _runtime_and_meta(

@@ -100,6 +100,16 @@ def loads_bounded(text: str) -> Any:
     return value
 
 
+def is_finite_number(value: object) -> bool:
+    """A JSON number a page can compute with: not a bool, infinity (``1e400``) or NaN."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_whole_number(value: object) -> bool:
+    """A JSON integer (``true`` is an ``int`` to Python, not to JSON)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def dumps_finite(value: Any, **options: Any) -> str:
     """``json.dumps`` that writes JSON: infinities and NaN (which ``json.loads`` reads from
     ``1e400`` and ``NaN``) become ``null``."""

@@ -10,12 +10,12 @@ tree add up to its root.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import CompileUnit, Trace
+from ..records import is_finite_number, is_whole_number
 
 _US = 1e-6
 
@@ -199,8 +199,7 @@ def _seconds(meta: dict[str, Any], timer: Timer) -> float | None:
     """The timer's value in ``meta``; a negative or non-finite one counts as not logged."""
     for key, scale in timer.keys:
         value = meta.get(key)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if number and math.isfinite(value) and value >= 0:
+        if is_finite_number(value) and value >= 0:  # type: ignore[operator]
             return value * scale
     return None
 
@@ -255,7 +254,7 @@ def _timed(meta: dict[str, Any]) -> dict[str, Any]:
     if _seconds(meta, FORWARD_ROOT) is not None or _seconds(meta, FORWARD) is not None:
         return meta
     start, end = meta.get("start_time_us"), meta.get("end_time_us")
-    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
+    numbers = all(is_whole_number(v) for v in (start, end))
     if numbers and end >= start:
         return {**meta, "duration_us": end - start}
     return meta

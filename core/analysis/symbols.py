@@ -18,15 +18,6 @@ from ..model import CompileUnit, Event
 
 #: Records that create a symbol.
 CREATE_TYPES = ("create_symbol", "create_unbacked_symbol")
-#: Records that constrain the symbols their expression names.
-CONSTRAINT_TYPES = (
-    "guard_added",
-    "guard_added_fast",
-    "symbolic_shape_specialization",
-    "propagate_real_tensors",
-    "propagate_real_tensors_provenance",
-    "guard_on_data_dependent_error",
-)
 #: How each record type is named on the page.
 _KINDS = {
     "guard_added": "guard",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Artifact, CompileUnit, Trace
+from ..records import is_whole_number
 
 CONFIG = "vllm_compilation_config"
 COMPILE_EVENT = "vllm_compile_event"
@@ -27,7 +28,6 @@ COMPILE_START = "vllm_piecewise_compile_start"
 SPLIT_GRAPH = "vllm_piecewise_split_graph"
 BEFORE_PASSES = "before_post_grad_graph"
 _PASS = re.compile(r"^vllm_post_grad\.(\d+)\.(.+)$")
-_SUBMOD = ("vllm_submod_", "vllm_subgraph_")
 _PATTERNS = "vllm_patterns."
 #: Lines of one pass diff shown on the page; the graphs themselves stay linked in full.
 MAX_DIFF_LINES = 2000
@@ -166,13 +166,9 @@ def is_pattern_dump(name: str) -> bool:
     return name.startswith(_PATTERNS)
 
 
-def is_submod_graph(name: str) -> bool:
-    return name.startswith(_SUBMOD)
-
-
 def _subgraph(info: dict[str, Any], position: int) -> Subgraph:
     index = info.get("piecewise_index")
-    index = index if isinstance(index, int) and not isinstance(index, bool) else position
+    index = index if is_whole_number(index) else position
     submod = info.get("submod_name")
     return Subgraph(
         index=index,
@@ -217,4 +213,4 @@ def _json(trace: Trace, artifact: Artifact) -> dict[str, Any]:
 
 
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_whole_number(value) else None
