@@ -579,7 +579,6 @@ def build(
         if redactor is not None:
             log = redacted_source(log, redactor)
             notes = [redactor.text(note) for note in notes]
-        raw_log = log
         made: list[Trace | PreparedReport] = []
         found: list[str] = []
 
@@ -609,7 +608,7 @@ def build(
                 plugin = build_report(
                     report,
                     site,
-                    raw_log=raw_log,
+                    raw_log=log,
                     on_page=bar.advance,
                     on_file=on_file,
                     highlighter=highlighter,

@@ -19,6 +19,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar, TextIO
 
+from tlsite.core.source import is_inside
+
 #: Content types the report needs that some systems' MIME tables lack or get wrong.
 EXTRA_TYPES = {
     ".js": "text/javascript",
@@ -65,7 +67,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
             resolved = candidate.resolve(strict=False)
         except (OSError, RuntimeError):
             return str(self.root / "\0refused")
-        if resolved != self.root and self.root not in resolved.parents:
+        if not is_inside(str(resolved), str(self.root)):
             return str(self.root / "\0refused")
         text = str(resolved)
         if decoded.endswith("/") and resolved.is_dir():

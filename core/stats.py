@@ -110,14 +110,15 @@ class ParseStats:
 
     def summary(self) -> str:
         """One line for the terminal, e.g. ``trace.log: 1,204 records; 2 lines skipped (…)``."""
-        parts = [_count(self.records, "record") + " from " + _count(self.total_lines, "line")]
+        parts = [
+            count_text(self.records, "record") + " from " + count_text(self.total_lines, "line")
+        ]
         skipped = {k: n for k, n in self.outcomes.items() if k in SKIP_REASONS and n}
         if skipped:
             detail = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(skipped.items()))
             first = min(self.lines_by_reason[k][0] for k in skipped)
-            parts.append(
-                f"{_count(self.skipped_lines, 'line')} skipped ({detail}; first at line {first})"
-            )
+            skipped_text = count_text(self.skipped_lines, "line")
+            parts.append(f"{skipped_text} skipped ({detail}; first at line {first})")
         if mismatches := self.findings["md5_mismatch"]:
             parts.append(f"{mismatches:,} payload MD5 mismatch{'' if mismatches == 1 else 'es'}")
         for sample in self.samples:
@@ -188,5 +189,6 @@ def shorten_line(raw: bytes) -> str:
     return '"' + "".join(shown) + '"'
 
 
-def _count(number: int, noun: str) -> str:
+def count_text(number: int, noun: str) -> str:
+    """``1 line``, ``2,048 lines``."""
     return f"{number:,} {noun}{'' if number == 1 else 's'}"

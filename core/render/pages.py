@@ -27,7 +27,7 @@ from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..records import loads_bounded
-from ..stats import FINDING_REASONS, SKIP_REASONS
+from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
 from ..store import read_slice
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import kernel_stack_traces, pretty_json
@@ -198,6 +198,7 @@ class ReportRenderer:
         for failure in self.failures:
             self._failures_of.setdefault(id(failure.unit), []).append(failure)
         self.interrupted = interrupted(trace, self.statuses)
+        self.autograd = self._autograd_units()  # listed on three pages
         self._interrupted_of = {id(cut.unit): cut for cut in self.interrupted}
         self._function_of: dict[int, str] = {}
         #: node count (graphs) and line count of each artifact shown, from its unit page
@@ -252,18 +253,18 @@ class ReportRenderer:
         if self.trace.export_mode:
             issues = len(export_failures(self.trace))
             lead.append(
-                _count(issues, "draft-export issue") if issues else "no draft-export issues"
+                count_text(issues, "draft-export issue") if issues else "no draft-export issues"
             )
         breaks = len(self.graph_breaks)
         hits = sum(b.count for b in self.graph_breaks)
         errors = sum(1 for f in self.failures if not f.is_restart)
         if not (breaks or errors or self.recompiles):
             return ", ".join([*lead, "no graph breaks, compilation failures or recompiles"])
-        parts = [_count(breaks, "graph break")]
+        parts = [count_text(breaks, "graph break")]
         if hits != breaks:
             parts[0] += f" (hit {hits:,} times)"
-        parts.append(_count(errors, "compilation failure"))
-        parts.append(_count(len(self.recompiles), "recompile"))
+        parts.append(count_text(errors, "compilation failure"))
+        parts.append(count_text(len(self.recompiles), "recompile"))
         return ", ".join([*lead, *parts])
 
     def render_tree(self, sink: Callable[[Page], None] | None = None) -> SiteTree:
@@ -317,12 +318,10 @@ class ReportRenderer:
             (f, f"frame_{_frame_slug(f)}.md", sum(1 for _ in f.recompiles), self.labels[id(f)])
             for f in self.frames
         ]
-        md = render_markdown(
-            "frames_index.md", rows=rows, autograd=self.autograd_units(), prefix="../"
-        )
+        md = render_markdown("frames_index.md", rows=rows, autograd=self.autograd, prefix="../")
         return Page("frames/index.md", md, "All frames")
 
-    def autograd_units(self) -> list[CompileUnit]:
+    def _autograd_units(self) -> list[CompileUnit]:
         """Compile ids of compiled autograd's own graphs (``[!0/-/-]``): in no frame."""
         return [
             u
@@ -369,7 +368,7 @@ class ReportRenderer:
         blocks: dict[str, CodeBlock | HtmlBlock] = {}
         table = self._html_block("compile-ids", render("compile_ids_table.html", rows=rows), blocks)
         md = render_markdown(
-            "compile_ids.md", table=table, autograd=self.autograd_units(), unit_path=self.unit_path
+            "compile_ids.md", table=table, autograd=self.autograd, unit_path=self.unit_path
         )
         return Page("compile_ids.md", md, "All compile ids", blocks)
 
@@ -426,7 +425,7 @@ class ReportRenderer:
             "job_article": _article(trace.job_ranks or 0),
             "export_lead": _extra_pages().export_lead(self),
             "vllm_lead": _extra_pages().vllm_lead(self),
-            "autograd": self.autograd_units(),
+            "autograd": self.autograd,
         }
         return Page("index.md", render_markdown("overview.md", **context), "Overview")
 
@@ -866,9 +865,8 @@ def _chart_rows(times: Iterable[CompileTime]) -> list[dict[str, Any]]:
             "backward_seconds": t.backward_seconds,
             "seconds": t.total,
             "autograd": t.compiled_autograd,
-            "y": i,
         }
-        for i, t in enumerate(times)
+        for t in times
     ]
 
 
@@ -887,10 +885,6 @@ def escaped_nav(nav: Any) -> Any:
     if isinstance(nav, dict):
         return {html.escape(str(title)): escaped_nav(value) for title, value in nav.items()}
     return nav
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def render_tree(
