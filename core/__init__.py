@@ -67,6 +67,7 @@ def load_source(
             export_mode=export_mode,
             on_artifact=on_artifact,
         )
+    trace.stats.parts = source.parts
     for line in source.breaks:
         if line in CRC_MISMATCHES:  # read to the end, but wrong: say where it first shows
             trace.stats.find("input_damaged", _first_bad_line(trace.stats), line)

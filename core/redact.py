@@ -28,7 +28,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, cast
 
 from markupsafe import Markup
@@ -163,6 +163,7 @@ def redacted_source(log: LogSource, redactor: Redactor) -> LogSource:
         rank=log.rank,
         size_hint=log.size_hint,
         breaks=log.breaks,
+        parts=tuple(replace(p, name=redactor.text(p.name)) for p in log.parts),
     )
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import errno
 import functools
 import io
+import json
 import lzma
 import os
 import re
@@ -47,7 +48,8 @@ from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from .cleanup import make_scratch, remove_scratch
-from .stats import SHOWS_WHAT_CAME_BEFORE
+from .records import HEADER, HEADER_WINDOW
+from .stats import SHOWS_WHAT_CAME_BEFORE, LogPart
 
 DEFAULT_MAX_UNPACKED_BYTES = 8 << 30
 """Most bytes we unpack from one archive (the logs we read, not the whole archive)."""
@@ -138,6 +140,8 @@ class LogSource:
     breaks: list[str] = field(default_factory=list, compare=False)
     """Where the data broke off (a cut or damaged gzip stream or archive member), one line each;
     the log is read up to there."""
+    parts: tuple[LogPart, ...] = ()
+    """The logs one process wrote, when this source reads several one after the other."""
 
     def __post_init__(self) -> None:
         # the name reaches pages, JSON and the terminal: it must be text UTF-8 can encode
@@ -157,6 +161,8 @@ class LogSource:
         member or buffered stdin lives in is kept alive by this process (which holds the
         ResolvedInput), not by the worker."""
         opener = self.opener
+        if isinstance(opener, _JoinedOpener):
+            return replace(self, opener=_JoinedOpener(tuple(p.portable() for p in opener.logs)))
         if getattr(opener, "keep_alive", None) is not None:
             return replace(self, opener=replace(opener, keep_alive=None))  # type: ignore[type-var]
         return self
@@ -236,6 +242,7 @@ class _Choice:
     ignored: list[str]
     notes: list[str]
     multi_rank: bool = False
+    joined: bool = False  # the chosen logs are one process's, read one after the other
 
 
 # ---------------------------------------------------------------------------------------------
@@ -663,6 +670,84 @@ class _ZipMemberOpener:
         return _gunzipped(raw, self.display, breaks, self.limit)
 
 
+@dataclass(frozen=True)
+class _JoinedOpener:
+    """Reads several logs one after the other as one stream (see :func:`join_logs`)."""
+
+    logs: tuple[LogSource, ...]
+
+    def __call__(self) -> BinaryIO:
+        return io.BufferedReader(_JoinedRaw(self.logs), buffer_size=_CHUNK)  # type: ignore[return-value]
+
+
+class _JoinedRaw(io.RawIOBase):
+    """The logs' bytes in turn, a log cut inside a line ended with a newline so that the next
+    log's first record starts a line of its own. A log is opened when its turn comes."""
+
+    def __init__(self, logs: tuple[LogSource, ...]) -> None:
+        super().__init__()
+        self._waiting = list(logs)
+        self._current: BinaryIO | None = None
+        self._pending = b""
+        self._last = b"\n"
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while True:
+            if self._pending:
+                n = min(len(buffer), len(self._pending))
+                buffer[:n], self._pending = self._pending[:n], self._pending[n:]
+                return n
+            if self._current is None:
+                if not self._waiting:
+                    return 0
+                self._current = self._waiting.pop(0).open()
+            data = self._current.read(len(buffer))
+            if data:
+                buffer[: len(data)] = data
+                self._last = data[-1:]
+                return len(data)
+            self._current.close()
+            self._current = None
+            if self._last != b"\n":
+                self._pending, self._last = b"\n", b"\n"
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+        super().close()
+
+
+def join_logs(logs: list[LogSource]) -> LogSource:
+    """One source reading ``logs`` (one process's, in the order it wrote them) in turn.
+
+    The reader then keeps one table of interned file names, as the process did: a stack in the
+    draft-export log names files interned in the main log. Each log's lines are counted here,
+    so pages can say which lines of the whole (and of ``raw.log``) came from which log.
+    """
+    parts = []
+    line = 0
+    for log in logs:
+        count, last = 0, b"\n"
+        for chunk in log.chunks():
+            count += chunk.count(b"\n")
+            last = chunk[-1:]
+        count += last != b"\n"
+        parts.append(LogPart(log.display_name, line + 1, line + count))
+        line += count
+    return LogSource(
+        " + ".join(log.display_name for log in logs),
+        _JoinedOpener(tuple(logs)),
+        None,
+        sum(log.size_hint or 0 for log in logs),
+        [text for log in logs for text in log.breaks],
+        tuple(parts),
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Choosing logs among the files of a directory or the members of an archive
 
@@ -674,8 +759,10 @@ def _choose(
     latest: bool,
     archive: bool,
     skipped: list[str] | None = None,
+    head_of: Callable[[_Entry], bytes] | None = None,
 ) -> _Choice:
-    """Apply the rules: one log → it; --latest → newest; rank logs → all; else ask the user."""
+    """Apply the rules: one log → it; --latest → newest; rank logs → all; logs of one process
+    (their first bytes told by ``head_of``) → all, joined; else ask the user."""
     ignored: list[str] = []
     candidates: list[_Entry] = []
     for entry in files:
@@ -698,11 +785,72 @@ def _choose(
     ranked = [e for e in candidates if _rank_of(e.base) is not None]
     if len(ranked) >= 2:
         return _choose_ranks(shown, candidates, ranked, ignored, archive)
+    if head_of is not None and not ranked and (order := _one_process(candidates, head_of)):
+        return _Choice([(e, None) for e in order], ignored, [], joined=True)
     names = [e.name for e in candidates]
     raise InputError(
         f"{shown}: {len(names)} logs found; pass --latest to use the newest, "
         f"or {_name_one(archive)}: {_short_list(names)}"
     )
+
+
+_PEEK_BYTES = 64 << 10  # enough for a log's first envelope and first interned string
+
+
+def _peek(open_raw: Callable[[], BinaryIO]) -> bytes:
+    """A log's first bytes, gunzipped when it is gzip data; nothing when they cannot be read."""
+    try:
+        with open_raw() as raw:
+            data = raw.read(_PEEK_BYTES)
+        if data.startswith(b"\x1f\x8b"):
+            data = zlib.decompressobj(wbits=31).decompress(data, _PEEK_BYTES)
+    except (*_ZIP_ERRORS, InputError):
+        return b""
+    return data
+
+
+def _one_process(candidates: list[_Entry], head_of: Callable[[_Entry], bytes]) -> list[_Entry]:
+    """The logs in the order one process wrote them, or none when they are not one process's.
+
+    One process writes several logs when a second trace handler opens its own (``TORCH_DTRACE``:
+    draft export writes its records apart from the main log's). They share the pid, and the
+    table of interned file names, which torch keeps once per process: a later log continues it
+    and never defines id 0 again, as another process given the same pid would.
+    """
+    starts: dict[str, tuple[str, int]] = {}
+    pids: set[str] = set()
+    for entry in candidates:
+        start = _process_start(head_of(entry))
+        if start is None:
+            return []
+        pid, starts[entry.name] = start[0], start[1:]
+        pids.add(pid)
+    if len(pids) != 1:
+        return []
+    order = sorted(candidates, key=lambda e: (*starts[e.name], e.name))
+    if any(starts[e.name][1] == 0 for e in order[1:]):
+        return []
+    return order
+
+
+def _process_start(head: bytes) -> tuple[str, str, int] | None:
+    """From a log's first bytes: the pid and time of its first record, and the id of the first
+    file name it interns (-1 when none is in sight); None when no record is."""
+    first: tuple[str, str] | None = None
+    for line in head.decode("utf-8", "replace").splitlines():
+        match = HEADER.search(line, 0, HEADER_WINDOW)
+        if match is None:
+            continue
+        if first is None:
+            first = (match["thread"], line[match.start("month") : match.end("micro")])
+        if line.startswith('{"str"', match.start("json")):
+            try:
+                value = json.loads(line[match.start("json") :])["str"]
+            except (ValueError, TypeError, KeyError):
+                continue
+            if isinstance(value, list) and len(value) == 2 and type(value[1]) is int:
+                return (*first, value[1])
+    return None if first is None else (*first, -1)
 
 
 def _name_one(archive: bool) -> str:
@@ -818,7 +966,15 @@ def is_inside(path: str, root: str) -> bool:
 
 def _resolve_dir(shown: str, latest: bool) -> ResolvedInput:
     files, ignored, skipped, looked_at = _scan_dir(shown)
-    choice = _choose(shown, files, looked_at, latest, archive=False, skipped=skipped)
+    choice = _choose(
+        shown,
+        files,
+        looked_at,
+        latest,
+        archive=False,
+        skipped=skipped,
+        head_of=lambda entry: _peek(functools.partial(open, entry.path, "rb")),
+    )
     logs = []
     for entry, rank in choice.chosen:
         where = os.path.join(shown, entry.name)
@@ -828,7 +984,7 @@ def _resolve_dir(shown: str, latest: bool) -> ResolvedInput:
         opener = _FileOpener(entry.path, entry.name, gzipped, None, entry.size, breaks)
         logs.append(LogSource(entry.name, opener, rank, entry.size, breaks))
     return ResolvedInput(
-        logs=logs,
+        logs=[join_logs(logs)] if choice.joined else logs,
         ignored=sorted(ignored + choice.ignored),
         notes=skipped + choice.notes,
         is_multi_rank=choice.multi_rank,
@@ -977,7 +1133,14 @@ def _resolve_open_zip(
     members = [i for i in infos if not i.is_dir()]
     _check_unique(shown, [i.filename for i in members])
     files = [_Entry(i.filename, i.file_size, _zip_mtime(i)) for i in members]
-    choice = _choose(shown, files, len(members), latest, archive=True)
+    choice = _choose(
+        shown,
+        files,
+        len(members),
+        latest,
+        archive=True,
+        head_of=lambda entry: _peek(lambda: zf.open(entry.name)),
+    )
     budget = archive_budget(path, limits)
     _check_unpacked(shown, choice.chosen, budget)
     logs = []
@@ -1000,5 +1163,8 @@ def _resolve_open_zip(
         size = _unpacked_size(opener) if gzipped else entry.size
         logs.append(LogSource(display, opener, rank, size, breaks))
     return ResolvedInput(
-        logs=logs, ignored=choice.ignored, notes=choice.notes, is_multi_rank=choice.multi_rank
+        logs=[join_logs(logs)] if choice.joined else logs,
+        ignored=choice.ignored,
+        notes=choice.notes,
+        is_multi_rank=choice.multi_rank,
     )

@@ -60,6 +60,20 @@ class Sample:
     detail: str
 
 
+@dataclass(frozen=True)
+class LogPart:
+    """One of several logs of one process read as one: its name and the lines it fills in the
+    whole (and in ``raw.log``)."""
+
+    name: str
+    first_line: int
+    last_line: int
+
+    @property
+    def lines(self) -> int:
+        return self.last_line - self.first_line + 1
+
+
 @dataclass
 class ParseStats:
     """Counters and examples for one log."""
@@ -74,6 +88,7 @@ class ParseStats:
     unknown_keys: Counter[str] = field(default_factory=Counter)
     detected_rank: int | None = None
     first_line: str | None = None  # the first non-blank line, shortened (see shorten_line)
+    parts: tuple[LogPart, ...] = ()  # the logs read one after the other, when there are several
 
     def read(self, outcome: str, count: int = 1) -> None:
         self.outcomes[outcome] += count
