@@ -600,7 +600,12 @@ def build(
                 if why is not None:
                     shown = path if Path(path).name == log.display_name else log.display_name
                     raise InputError(f"{shown}: {why}")
-                extra = {}
+                extra: dict[str, Any] = {}
+                if report.stats.parts:  # which lines of raw.log came from which log
+                    extra["raw_log_lines"] = [
+                        {"log": p.name, "first": p.first_line, "last": p.last_line}
+                        for p in report.stats.parts
+                    ]
                 if redactor is not None and isinstance(report, Trace):
                     report.notes.append(redaction_note(redactor))
                     extra["redaction"] = redaction_summary(redactor)

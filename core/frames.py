@@ -45,6 +45,11 @@ class InternTable:
 
     def __init__(self) -> None:
         self._strings: dict[int, str] = {}
+        self._lowest: int | None = None  # the lowest id defined so far
+        #: ids used, never defined, and below every id this log defines: torch numbers file
+        #: names once per process, so these were interned in another log of the process (the
+        #: main log, for a ``TORCH_DTRACE`` draft-export log read alone)
+        self.elsewhere: set[int] = set()
         #: each distinct frame once: stacks repeat the same frames in thousands of records
         self._frames: dict[Frame, Frame] = {}
 
@@ -58,6 +63,8 @@ class InternTable:
             and value[1] >= 0
         ):
             self._strings[value[1]] = value[0]
+            if self._lowest is None or value[1] < self._lowest:
+                self._lowest = value[1]
             return True
         return False
 
@@ -69,7 +76,12 @@ class InternTable:
         if isinstance(key, str):  # some producers write literal file names
             return key
         if type(key) is int:
-            return self._strings.get(key, UNKNOWN_FILE)
+            found = self._strings.get(key)
+            if found is not None:
+                return found
+            if self._lowest is not None and 0 <= key < self._lowest:
+                self.elsewhere.add(key)
+                return f"(file #{key}, interned in another log)"
         return UNKNOWN_FILE
 
     def as_list(self) -> list[str | None]:

@@ -556,6 +556,7 @@ class ReportRenderer:
             reasons={**SKIP_REASONS, **FINDING_REASONS},
             unknown_events=stats.unknown_events.most_common(),
             unknown_keys=stats.unknown_keys.most_common(),
+            elsewhere=sorted(self.trace.strings.elsewhere),
         )
         return Page("health.md", md, "Parse health")
 
