@@ -721,8 +721,9 @@ class _JoinedRaw(io.RawIOBase):
         super().close()
 
 
-def join_logs(logs: list[LogSource]) -> LogSource:
-    """One source reading ``logs`` (one process's, in the order it wrote them) in turn.
+def join_logs(logs: list[LogSource], where: str) -> LogSource:
+    """One source reading ``logs`` (one process's, in the order it wrote them, found in the
+    folder or archive named ``where``) in turn.
 
     The reader then keeps one table of interned file names, as the process did: a stack in the
     draft-export log names files interned in the main log. Each log's lines are counted here,
@@ -739,7 +740,7 @@ def join_logs(logs: list[LogSource]) -> LogSource:
         parts.append(LogPart(log.display_name, line + 1, line + count))
         line += count
     return LogSource(
-        " + ".join(log.display_name for log in logs),
+        f"{where} ({len(logs)} logs of one process)",
         _JoinedOpener(tuple(logs)),
         None,
         sum(log.size_hint or 0 for log in logs),
@@ -983,8 +984,10 @@ def _resolve_dir(shown: str, latest: bool) -> ResolvedInput:
         breaks: list[str] = []
         opener = _FileOpener(entry.path, entry.name, gzipped, None, entry.size, breaks)
         logs.append(LogSource(entry.name, opener, rank, entry.size, breaks))
+    if choice.joined:
+        logs = [join_logs(logs, os.path.basename(os.path.abspath(shown)) or shown)]
     return ResolvedInput(
-        logs=[join_logs(logs)] if choice.joined else logs,
+        logs=logs,
         ignored=sorted(ignored + choice.ignored),
         notes=skipped + choice.notes,
         is_multi_rank=choice.multi_rank,
@@ -1163,7 +1166,7 @@ def _resolve_open_zip(
         size = _unpacked_size(opener) if gzipped else entry.size
         logs.append(LogSource(display, opener, rank, size, breaks))
     return ResolvedInput(
-        logs=[join_logs(logs)] if choice.joined else logs,
+        logs=[join_logs(logs, label)] if choice.joined else logs,
         ignored=choice.ignored,
         notes=choice.notes,
         is_multi_rank=choice.multi_rank,
