@@ -15,6 +15,7 @@ import re
 import shutil
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from corpus import FIXTURE_TRACES
@@ -169,3 +170,21 @@ def test_draft_log_alone_parse_health_names_the_missing_ids(tmp_path: Path) -> N
     assert UNKNOWN_FILE not in article_text(
         (outcome.site / "export_report.html").read_text(encoding="utf-8")
     )
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_merged_report_in_chromium_shows_both_logs_and_real_stacks(
+    tmp_path: Path, open_site: Any
+) -> None:
+    main, draft = main_and_draft(FOLDER)
+    site = build(str(FOLDER), tmp_path / "site").site
+    page, report = open_site(site / "health.html")
+    shown = page.inner_text("article")
+    n, m = line_count(main), line_count(draft)
+    assert f"{main.name}\t{n}\t1–{n}" in shown and f"{draft.name}\t{m}\t{n + 1}–{n + m}" in shown
+    page, report2 = open_site(site / "export_report.html")
+    where = page.locator("article table").first.inner_text()
+    assert f"/work/main/tests/fixtures/scripts/{script_line('if k > 2:')} in forward" in where
+    for seen in (report, report2):
+        assert not (seen.outside_requests or seen.console_errors or seen.dialogs)
