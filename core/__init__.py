@@ -135,9 +135,27 @@ PRESCAN_BYTES = 64 * 1024 * 1024
 
 
 def _looks_like_export(source: LogSource) -> bool:
-    """Draft-export traces are recognised by their records (a cheap scan of the start)."""
+    """Draft-export traces are recognised by their records (a cheap scan of the start of each
+    log read: joined logs of one process have the draft export's after the main log's)."""
     if source.display_name == "-":
         return False
+    return any(_starts_like_export(log) for log in source.logs_read())
+
+
+def _starts_like_export(source: LogSource) -> bool:
+    seen = 0
+    tail = b""
+    with source.open() as stream:
+        while seen < PRESCAN_BYTES:
+            chunk = stream.read(min(1 << 20, PRESCAN_BYTES))
+            if not chunk:
+                return False
+            window = tail + chunk
+            if EXPORT_MARKER.search(window):
+                return True
+            tail = chunk[-64:]
+            seen += len(chunk)
+    return False
     seen = 0
     tail = b""
     with source.open() as stream:

@@ -150,6 +150,11 @@ class LogSource:
     def open(self) -> BinaryIO:
         return self.opener()
 
+    def logs_read(self) -> tuple[LogSource, ...]:
+        """The logs this source reads: the ones it joins (see :func:`join_logs`), or itself."""
+        opener = self.opener
+        return opener.logs if isinstance(opener, _JoinedOpener) else (self,)
+
     def chunks(self, size: int = 1 << 20) -> Iterator[bytes]:
         """The log's (decompressed) bytes, a chunk at a time (e.g. for ``raw.log``)."""
         with self.open() as stream:

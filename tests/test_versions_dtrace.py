@@ -188,3 +188,13 @@ def test_merged_report_in_chromium_shows_both_logs_and_real_stacks(
     assert f"/work/main/tests/fixtures/scripts/{script_line('if k > 2:')} in forward" in where
     for seen in (report, report2):
         assert not (seen.outside_requests or seen.console_errors or seen.dialogs)
+
+
+def test_draft_export_found_after_a_main_log_longer_than_the_prescan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the draft export's records come after the whole main log, which may be gigabytes: the
+    # start of every joined log is looked at, not only the start of the whole
+    main, _ = main_and_draft(FOLDER)
+    monkeypatch.setattr("tlsite.core.PRESCAN_BYTES", main.stat().st_size // 2)
+    assert load(FOLDER).export_mode
