@@ -843,9 +843,9 @@ def _process_start(head: bytes) -> tuple[str, str, int] | None:
     """From a log's first bytes: the pid and time of its first record, and the id of the first
     file name it interns (-1 when none is in sight); None when no record is."""
     first: tuple[str, str] | None = None
-    for line in head.decode("utf-8", "replace").splitlines():
-        match = HEADER.search(line, 0, HEADER_WINDOW)
-        if match is None:
+    for line in head.decode("utf-8", "replace").split("\n"):
+        match = None if line.startswith("\t") else HEADER.search(line, 0, HEADER_WINDOW)
+        if match is None:  # a payload line, or not a record
             continue
         if first is None:
             first = (match["thread"], line[match.start("month") : match.end("micro")])

@@ -156,6 +156,10 @@ def test_built_folder_report_is_strict_clean_and_says_which_lines_came_from_wher
         {"log": main.name, "first": 1, "last": n},
         {"log": draft.name, "first": n + 1, "last": n + m},
     ]
+    overview = (site / "index.html").read_text(encoding="utf-8")
+    facts = {row[0].text: row[1] for t in tables(overview) for row in t if len(row) == 2}
+    assert facts["Log"].text.startswith(f"{n + m} lines from 2 logs of one process, ")
+    assert "health.html" in facts["Log"].hrefs
     export = article_text((site / "export_report.html").read_text(encoding="utf-8"))
     assert re.search(re.escape(script_line("if k > 2:")) + r" in forward", export)
     assert UNKNOWN_FILE not in export and "another log" not in export
