@@ -68,11 +68,14 @@ def load_source(
             on_artifact=on_artifact,
         )
     trace.stats.parts = source.parts
-    for line in source.breaks:
+    breaks = [("", trace.stats.total_lines, line) for line in source.breaks]
+    for part in source.parts:  # a joined log: where each of its logs broke off
+        breaks += [(f"{part.name}: ", part.last_line, line) for line in part.breaks]
+    for where, last_line, line in breaks:
         if line in CRC_MISMATCHES:  # read to the end, but wrong: say where it first shows
-            trace.stats.find("input_damaged", _first_bad_line(trace.stats), line)
-        else:  # the log broke off: the last line read is where
-            trace.stats.find("input_cut", trace.stats.total_lines, line)
+            trace.stats.find("input_damaged", _first_bad_line(trace.stats), where + line)
+        else:  # the log broke off: the last line read from it is where
+            trace.stats.find("input_cut", last_line, where + line)
     return trace
 
 

@@ -742,14 +742,14 @@ def join_logs(logs: list[LogSource], where: str) -> LogSource:
             count += chunk.count(b"\n")
             last = chunk[-1:]
         count += last != b"\n"
-        parts.append(LogPart(log.display_name, line + 1, line + count))
+        parts.append(LogPart(log.display_name, line + 1, line + count, tuple(log.breaks)))
         line += count
     return LogSource(
         f"{where} ({len(logs)} logs of one process)",
         _JoinedOpener(tuple(logs)),
         None,
         sum(log.size_hint or 0 for log in logs),
-        [text for log in logs for text in log.breaks],
+        [],  # each part's breaks are its own
         tuple(parts),
     )
 

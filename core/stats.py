@@ -68,6 +68,7 @@ class LogPart:
     name: str
     first_line: int
     last_line: int
+    breaks: tuple[str, ...] = ()  # where its data broke off (see ``LogSource.breaks``)
 
     @property
     def lines(self) -> int:

@@ -202,3 +202,20 @@ def test_draft_export_found_after_a_main_log_longer_than_the_prescan(
     main, _ = main_and_draft(FOLDER)
     monkeypatch.setattr("tlsite.core.PRESCAN_BYTES", main.stat().st_size // 2)
     assert load(FOLDER).export_mode
+
+
+def test_a_cut_gzip_main_log_is_said_at_its_own_last_line(tmp_path: Path) -> None:
+    main, draft = main_and_draft(FOLDER)
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    packed = gzip.compress(main.read_bytes())
+    (folder / f"{main.name}.gz").write_bytes(packed[: len(packed) * 2 // 3])  # a cut download
+    shutil.copy(draft, folder)
+    trace = load(folder)
+    main_part, draft_part = trace.stats.parts
+    assert draft_part.first_line == main_part.last_line + 1
+    assert draft_part.lines == line_count(draft)
+    assert trace.stats.lines_by_reason["input_cut"] == [main_part.last_line]
+    (cut,) = [s.detail for s in trace.stats.samples if s.reason == "input_cut"]
+    assert cut.startswith(f"{main.name}.gz: the gzip data ends early after ")
+    assert not trace.stats.is_clean  # --strict fails on it
