@@ -1,10 +1,11 @@
 """What config each compile ran with.
 
-torch 2.14 and later log the whole Dynamo, Inductor, functorch and compiler config with every
-metrics record (tens of kilobytes each, nearly always the same). The handlers keep each
-distinct snapshot once; here a run gets one baseline (per config, the snapshot most compile
-ids ran with) and each compile id only what it changed, which answers "what config was in
-force?" without repeating the snapshot on every page.
+torch logs the whole config with every metrics record (Dynamo and Inductor by 2.6,
+the compiler and functorch configs by 2.10 and 2.13: tens of kilobytes each, nearly always
+the same), and AOTAutograd logs its functorch config as an artifact of each compile. The
+handlers keep each distinct snapshot once; here a run gets one baseline (per config, the
+snapshot most compile ids ran with) and each compile id only what it changed, which answers
+"what config was in force?" without repeating the snapshot on every page.
 """
 
 from __future__ import annotations
@@ -60,14 +61,25 @@ def show_value(value: Any) -> str:
     return text
 
 
-def unit_snapshots(unit: CompileUnit) -> dict[str, PayloadRef]:
+#: The artifact AOTAutograd logs its config in (torch 2.6+), one per AOT compile.
+FUNCTORCH_ARTIFACT = "torch._functorch.config"
+
+
+def unit_snapshots(unit: CompileUnit, *, functorch_artifact: bool = False) -> dict[str, PayloadRef]:
     """Per config, the snapshot the unit's metrics logged (the forward record's first; a unit
-    that logged only a backward record has that one's)."""
+    that logged only a backward record has that one's). With ``functorch_artifact``, the
+    functorch config comes from AOTAutograd's artifact (torch before 2.13 logs it in no
+    metrics record)."""
     found: dict[str, PayloadRef] = {}
     records: list[Event] = sorted(unit.metrics, key=lambda m: m.type != "compilation_metrics")
     for event in records:
         for name, ref in (event.configs or {}).items():
             found.setdefault(name, ref)
+    if functorch_artifact:
+        for artifact in unit.artifacts:
+            if artifact.name == FUNCTORCH_ARTIFACT and artifact.payload is not None:
+                found.setdefault("functorch_config", artifact.payload)
+                break
     return found
 
 
@@ -78,8 +90,10 @@ class RunConfig:
         self.trace = trace
         self._of: dict[int, dict[str, PayloadRef]] = {}
         counts: dict[str, Counter[PayloadRef]] = {}
+        logged = {name for u in trace.units.values() for m in u.metrics for name in m.configs or ()}
+        from_artifact = "functorch_config" not in logged  # torch before 2.13
         for unit in trace.units.values():
-            snapshots = unit_snapshots(unit)
+            snapshots = unit_snapshots(unit, functorch_artifact=from_artifact)
             if snapshots:
                 self._of[id(unit)] = snapshots
             for name, ref in snapshots.items():
@@ -88,6 +102,8 @@ class RunConfig:
         self.baseline: dict[str, PayloadRef] = {
             name: counts[name].most_common(1)[0][0] for name in CONFIG_FIELDS if name in counts
         }
+        #: the functorch config came from AOTAutograd's artifacts, not from the metrics
+        self.functorch_from_artifact = from_artifact and "functorch_config" in self.baseline
         self.units_with_config = len(self._of)
         self.on_baseline = sum(
             1 for snaps in self._of.values() if self._same(snaps)
