@@ -86,6 +86,20 @@ def _last_frame(stack_trace: Any) -> str:
     return last
 
 
+def _op(target: Any) -> str:
+    """``aten.addmm.default`` as ``aten.addmm`` (the overload says little here)."""
+    text = _short(target)
+    return text.removesuffix(".default")
+
+
+def _shape(shape: Any) -> str:
+    """``torch.Size([32, 64])`` as ``[32, 64]``."""
+    text = _short(shape)
+    if text.startswith("torch.Size(") and text.endswith(")"):
+        return text[len("torch.Size(") : -1]
+    return text
+
+
 def min_cut(data: Any) -> MinCut | None:
     """The knapsack's decision, from a ``min_cut_information`` payload."""
     if not isinstance(data, dict) or "Memory Budget" not in data:
@@ -121,8 +135,8 @@ def min_cut(data: Any) -> MinCut | None:
         candidates.append(
             Candidate(
                 name=name,
-                target=_short(node.get("target", "")),
-                shape=_short(node.get("shape", "")),
+                target=_op(node.get("target", "")),
+                shape=_shape(node.get("shape", "")),
                 memory=_number(memory),
                 runtime=_number(runtime),
                 saved=saved,
