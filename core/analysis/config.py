@@ -29,6 +29,8 @@ LABELS = {
 }
 #: A setting's value is shown up to this many characters.
 MAX_VALUE_CHARS = 300
+#: Compile ids the Config page lists with their changes at most.
+MAX_LISTED = 200
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,8 @@ class RunConfig:
         return all(self.baseline.get(name) == ref for name, ref in snapshots.items())
 
     def settings(self, ref: PayloadRef) -> dict[str, Any]:
-        """A snapshot decoded (a run has a few distinct ones: each is decoded once)."""
+        """A snapshot decoded; the baseline's are kept (every differing compile is compared
+        with them), any other is decoded when asked (a log may hold thousands)."""
         value = self._decoded.get(ref)
         if value is None:
             try:
@@ -126,7 +129,8 @@ class RunConfig:
                 value = {}
             if not isinstance(value, dict):
                 value = {}
-            self._decoded[ref] = value
+            if ref in self.baseline.values():
+                self._decoded[ref] = value
         return value
 
     def baseline_rows(self) -> list[tuple[str, str, list[tuple[str, str]]]]:
@@ -165,12 +169,16 @@ class RunConfig:
                 )
         return UnitConfig(unit, changes, tuple(snapshots))
 
-    def differing(self) -> list[UnitConfig]:
-        """Compile ids whose config differs from the baseline, in log order."""
+    def differing(self, limit: int = MAX_LISTED) -> tuple[list[UnitConfig], int]:
+        """The first ``limit`` compile ids whose config differs from the baseline, in log
+        order, and how many differ in all."""
         found = []
+        count = 0
         for unit in self.trace.units.values():
             if id(unit) in self._of and not self._same(self._of[id(unit)]):
-                config = self.of(unit)
-                if config is not None and config.changes:
-                    found.append(config)
-        return found
+                count += 1
+                if len(found) < limit:
+                    config = self.of(unit)
+                    if config is not None and config.changes:
+                        found.append(config)
+        return found, count

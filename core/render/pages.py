@@ -578,11 +578,13 @@ class ReportRenderer:
         return Page("health.md", md, "Parse health")
 
     def config_page(self) -> Page:
+        differing, count = self.config.differing()
         md = render_markdown(
             "config.md",
             config=self.config,
             rows=self.config.baseline_rows(),
-            differing=self.config.differing(),
+            differing=differing,
+            differing_count=count,
             unit_path=self.unit_path,
             function_of=self.function_of,
         )
