@@ -50,6 +50,7 @@ OPEN_KINDS = {
     "aot_joint_graph",
     "inductor_post_grad_graph",
     "inductor_output_code",
+    "bytecode_dump",
 }
 OPEN_LINE_LIMIT = 300
 #: The landing page of a multi-rank site, from a rank report's root (``DIR/rank_<N>/``). A
