@@ -140,7 +140,7 @@ def keep_metrics(ctx: RecordContext) -> None:
         ctx.bad_field(key, meta[key])
     configs = [key for key in CONFIG_FIELDS if isinstance(meta.get(key), str)]
     if configs:
-        # torch 2.14+ repeats the whole config (tens of kB) in every record: each distinct
+        # torch repeats the whole config (tens of kB) in every record: each distinct
         # snapshot is stored once, the record keeps where it is
         store = ctx.builder.trace.store
         event.configs = {key: store.put(meta[key]) for key in configs}
@@ -154,7 +154,7 @@ def keep_metrics(ctx: RecordContext) -> None:
     event.metadata = StoredJson(ctx.builder.trace.store, stored, ctx.record.event_type)
 
 
-#: Config snapshots a metrics record carries (JSON text each; torch 2.14+ logs them all).
+#: Config snapshots a metrics record carries (JSON text each; torch 2.13+ logs all four).
 CONFIG_FIELDS = ("dynamo_config", "inductor_config", "functorch_config", "compiler_config")
 
 #: Metrics fields read as text or as a whole number (torch's CompilationMetrics types).

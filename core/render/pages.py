@@ -628,8 +628,8 @@ class ReportRenderer:
             if value is not None:
                 rows.append((label, value))
         params = unit.metric("param_numel")
-        if is_whole_number(params):  # torch 2.14+: the nn.Parameters the compile guards
-            text = f"{params:,} elements"
+        if is_whole_number(params):  # torch 2.10+: the nn.Parameters the compile guards
+            text = count_text(params, "element")
             size, count = unit.metric("param_bytes"), unit.metric("param_count")
             if is_whole_number(size):
                 text += f" ({_size_text(size)})"
