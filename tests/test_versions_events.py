@@ -123,9 +123,12 @@ def test_compile_page_shows_only_its_difference_from_the_runs_baseline_config(si
     changed = section(unit_page(site, "-_2_0_0"), "Config")
     assert "activation_memory_budget" in changed
     assert f"{budgets[0]} {budgets[2]}" in changed.replace("|", " ")  # baseline, then this one
-    rows = next(t for t in tables(unit_page(site, "-_2_0_0")) if t[0][0].text == "Config")[1:]
+    page = unit_page(site, "-_2_0_0")
+    rows = next(
+        t for t in tables(page) if [c.text for c in t[0]][1:] == ["Baseline", "This compile"]
+    )[1:]
     assert [[c.text for c in r] for r in rows] == [
-        ["functorch (AOTAutograd)", "activation_memory_budget", str(budgets[0]), str(budgets[2])]
+        ["functorch (AOTAutograd): activation_memory_budget", str(budgets[0]), str(budgets[2])]
     ]
     for dirname in ("-_0_0_0", "-_1_0_0"):
         assert "Same as the run's baseline config" in section(unit_page(site, dirname), "Config")
