@@ -138,14 +138,24 @@ def keep_metrics(ctx: RecordContext) -> None:
     bad = [key for key, value in meta.items() if not metric_value_ok(key, value)]
     for key in bad:
         ctx.bad_field(key, meta[key])
-    if bad:
-        kept = {key: value for key, value in meta.items() if key not in bad}
+    configs = [key for key in CONFIG_FIELDS if isinstance(meta.get(key), str)]
+    if configs:
+        # torch repeats the whole config (tens of kB) in every record: each distinct
+        # snapshot is stored once, the record keeps where it is
+        store = ctx.builder.trace.store
+        event.configs = {key: store.put(meta[key]) for key in configs}
+    if bad or configs:
+        left_out = set(bad) | set(configs)
+        kept = {key: value for key, value in meta.items() if key not in left_out}
         envelope = json.dumps({ctx.record.event_type: kept}, ensure_ascii=True, default=str)
         stored = envelope.encode("utf-8")
     else:
         stored = ctx.builder.envelope_json(ctx.record)
     event.metadata = StoredJson(ctx.builder.trace.store, stored, ctx.record.event_type)
 
+
+#: Config snapshots a metrics record carries (JSON text each; torch 2.13+ logs all four).
+CONFIG_FIELDS = ("dynamo_config", "inductor_config", "functorch_config", "compiler_config")
 
 #: Metrics fields read as text or as a whole number (torch's CompilationMetrics types).
 _TEXT_METRICS = frozenset(
@@ -214,6 +224,26 @@ def artifact(ctx: RecordContext) -> None:
             version = None
         if isinstance(version, str):
             ctx.builder.trace.torch_version = version
+
+
+@handles("memoizer_artifacts")
+def memoizer_artifacts(ctx: RecordContext) -> None:
+    """Inductor's memoizer cache (function parameters and results it recorded), as JSON."""
+    if ctx.payload is None or _too_deep(ctx.record.payload_bytes):
+        ctx.keep_event()
+        return
+    ctx.emit("memoizer_artifacts", ".json", body=BODY_JSON, encoding="json")
+
+
+@handles("bytecode_dump")
+def bytecode_dump(ctx: RecordContext) -> None:
+    """A code object's bytecode as Dynamo read or rewrote it (``co_name``, ``bytecode_type``)."""
+    co_name = ctx.field("co_name", str)
+    kind = ctx.field("bytecode_type", str)
+    if co_name is None or kind is None or ctx.payload is None:
+        ctx.keep_event()
+        return
+    ctx.emit(f"{co_name}_{kind}", ".txt", metadata={"co_name": co_name, "bytecode_type": kind})
 
 
 @handles("dump_file")

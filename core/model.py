@@ -84,6 +84,8 @@ class Artifact:
         """The Pygments lexer for showing this artifact."""
         if self.body == BODY_JSON or self.encoding == "json":
             return "json"
+        if self.kind == "bytecode_dump":
+            return "text"
         if self.kind == "graph_dump" or self.kind == "inductor_output_code":
             text = self.metadata.get("filename") or ""
             if str(text).endswith((".cpp", ".h", ".cu")) or self.name.startswith("inductor_aot"):
@@ -139,6 +141,9 @@ class Event:
     metadata: Any
     payload: PayloadRef | None = None
     stacks: Mapping[str, list[Frame]] = field(default_factory=dict)  # resolved stack fields
+    #: a metrics record's config snapshots (``inductor_config`` ...), taken out of ``metadata``
+    #: and kept in the store once per distinct text: field -> where its text is
+    configs: Mapping[str, PayloadRef] | None = None
 
     @property
     def meta(self) -> dict[str, Any]:

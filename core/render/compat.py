@@ -9,6 +9,7 @@ self-contained HTML pages at the same paths, linking to the full report page.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -29,7 +30,69 @@ def pretty_json(text: str) -> str:
         value = loads_bounded(text)
     except ValueError:
         return text
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    if not _has_exponent_float(value):
+        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    return "".join(_pretty(value, 0))
+
+
+def _has_exponent_float(value: Any) -> bool:
+    """Whether a float in ``value`` prints differently in Python and in Rust's serde_json: only
+    those Python writes with an exponent (``7.4752e-05``, serde_json ``0.000074752``)."""
+    if isinstance(value, float):
+        return "e" in repr(value)
+    if isinstance(value, dict):
+        return any(_has_exponent_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_exponent_float(v) for v in value)
+    return False
+
+
+def serde_float(value: float) -> str:
+    """A finite float as serde_json (ryu) writes it: the same shortest digits as Python's
+    ``repr``, but plain from 1e-5 up to 1e16 and ``1.5e-7``/``1e17`` outside."""
+    text = repr(abs(value))
+    sign = "-" if math.copysign(1.0, value) < 0 else ""
+    if value == 0:
+        return sign + "0.0"
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    point = len(whole) + int(exp or 0)  # value = 0.<digits> * 10**point
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0") or "0"
+    last = point - len(digits)  # the power of ten of the last digit
+    if last >= 0 and point <= 16:
+        return f"{sign}{digits}{'0' * last}.0"
+    if 0 < point <= 16:
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    if -5 < point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if len(digits) == 1:
+        return f"{sign}{digits}e{point - 1}"
+    return f"{sign}{digits[0]}.{digits[1:]}e{point - 1}"
+
+
+def _pretty(value: Any, depth: int) -> Iterator[str]:
+    """``json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)`` with floats written
+    by :func:`serde_float` (depth is bounded: the value came from :func:`loads_bounded`)."""
+    pad = "  " * (depth + 1)
+    if isinstance(value, float) and math.isfinite(value):
+        yield serde_float(value)
+    elif isinstance(value, dict) and value:
+        yield "{"
+        for index, key in enumerate(sorted(value)):
+            yield ("," if index else "") + "\n" + pad + json.dumps(key, ensure_ascii=False) + ": "
+            yield from _pretty(value[key], depth + 1)
+        yield "\n" + "  " * depth + "}"
+    elif isinstance(value, list) and value:
+        yield "["
+        for index, item in enumerate(value):
+            yield ("," if index else "") + "\n" + pad
+            yield from _pretty(item, depth + 1)
+        yield "\n" + "  " * depth + "]"
+    else:
+        yield json.dumps(value, ensure_ascii=False)
 
 
 def _write_text(path: str, text: str) -> None:

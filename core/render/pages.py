@@ -6,6 +6,7 @@ live under a sub-folder when it is embedded in another MkDocs site).
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import re
@@ -16,9 +17,10 @@ from typing import Any
 
 from markupsafe import Markup
 
+from ..analysis import artifact_details, views
 from ..analysis import status as status_mod
-from ..analysis import views
 from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
+from ..analysis.config import RunConfig
 from ..analysis.export_report import export_failures
 from ..analysis.graph_size import fx_node_count
 from ..analysis.interrupted import interrupted
@@ -26,7 +28,7 @@ from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
-from ..records import loads_bounded
+from ..records import is_whole_number, loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
 from ..store import read_slice
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
@@ -48,11 +50,19 @@ OPEN_KINDS = {
     "aot_joint_graph",
     "inductor_post_grad_graph",
     "inductor_output_code",
+    "bytecode_dump",
 }
 OPEN_LINE_LIMIT = 300
 #: The landing page of a multi-rank site, from a rank report's root (``DIR/rank_<N>/``). A
 #: plain ``.html`` link: the landing is outside the rank's docs, and ``file://`` needs a file.
 LANDING_HREF = "../index.html"
+
+#: JSON artifacts shown as tables above their raw JSON: name -> reader of the decoded JSON.
+DETAIL_READERS: dict[str, Callable[[Any], Any]] = {
+    "min_cut_information": artifact_details.min_cut,
+    "triton_kernel_info": artifact_details.triton_kernels,
+    "memoizer_artifacts": artifact_details.memoizer,
+}
 
 #: Artifacts open whatever their size: the traceback is what a failed compile's page is for.
 ALWAYS_OPEN = {"dynamo_error"}
@@ -198,6 +208,7 @@ class ReportRenderer:
         for failure in self.failures:
             self._failures_of.setdefault(id(failure.unit), []).append(failure)
         self.interrupted = interrupted(trace, self.statuses)
+        self.config = RunConfig(trace)
         self.autograd = self._autograd_units()  # listed on three pages
         self._interrupted_of = {id(cut.unit): cut for cut in self.interrupted}
         self._function_of: dict[int, str] = {}
@@ -279,6 +290,8 @@ class ReportRenderer:
         add(self.symbolic_shapes_page())
         add(self.chromium_page())
         add(self.health_page())
+        if self.config:
+            add(self.config_page())
         if self.trace.unknown_stacks:
             add(self.unknown_stacks_page())
         frame_nav = []  # (title, path): the pages themselves go as they are rendered
@@ -299,6 +312,8 @@ class ReportRenderer:
             {"Chromium events": f"{p}chromium.md"},
             {"Parse health": f"{p}health.md"},
         ]
+        if self.config:
+            tree.nav.insert(-2, {"Config": f"{p}config.md"})
         if self.trace.unknown_stacks:
             tree.nav.append({"Unknown stacks": f"{p}unknown_stacks.md"})
         if frame_nav:
@@ -475,6 +490,10 @@ class ReportRenderer:
                 for index, m in enumerate(unit.metrics[:MAX_ARTIFACT_SECTIONS])
             ],
             "more_metrics": max(len(unit.metrics) - MAX_ARTIFACT_SECTIONS, 0),
+            "config": self.config.of(unit) if self.config else None,
+            "kernel_times": artifact_details.kernel_compile_times(
+                unit.metric("triton_kernel_compile_times_us")
+            ),
         }
         title = f"{unit.display} {context['function']}".strip()
         markdown = render_markdown("compile_unit.md", **context)
@@ -560,6 +579,19 @@ class ReportRenderer:
         )
         return Page("health.md", md, "Parse health")
 
+    def config_page(self) -> Page:
+        differing, count = self.config.differing()
+        md = render_markdown(
+            "config.md",
+            config=self.config,
+            rows=self.config.baseline_rows(),
+            differing=differing,
+            differing_count=count,
+            unit_path=self.unit_path,
+            function_of=self.function_of,
+        )
+        return Page("config.md", md, "Config")
+
     def unknown_stacks_page(self) -> Page:
         trie = unknown_trie(self.trace.unknown_stacks)
         html = trie_html(trie, status_of=self.status, href_of=lambda u: self.href(u, depth=0))
@@ -596,6 +628,15 @@ class ReportRenderer:
             value = unit.metric(key)
             if value is not None:
                 rows.append((label, value))
+        params = unit.metric("param_numel")
+        if is_whole_number(params):  # torch 2.10+: the nn.Parameters the compile guards
+            text = count_text(params, "element")
+            size, count = unit.metric("param_bytes"), unit.metric("param_count")
+            if is_whole_number(size):
+                text += f" ({_size_text(size)})"
+            if is_whole_number(count):
+                text += f" in {count_text(count, 'tensor')}"
+            rows.append(("Parameters", text))
         subgraphs = list(dict.fromkeys(a.subgraph for a in unit.artifacts if a.subgraph))
         if subgraphs:
             rows.append(("Subgraphs (regional Inductor)", ", ".join(subgraphs)))
@@ -613,6 +654,9 @@ class ReportRenderer:
         if artifact.kind == "inductor_output_code":
             filename = artifact.metadata.get("filename")
             title = f"{title} {filename.rsplit('/', 1)[-1]}" if filename else title
+        if artifact.kind == "bytecode_dump":
+            meta = artifact.metadata
+            title = f"Bytecode of {meta.get('co_name')} ({meta.get('bytecode_type')})"
         if artifact.subgraph:
             title = f"{title} (subgraph {artifact.subgraph})"
         view: dict[str, Any] = {
@@ -631,11 +675,16 @@ class ReportRenderer:
             "lines": 0,
             "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
             "code": None,
+            "detail": None,
         }
         shown = artifact_code(self.trace, artifact)
         if shown is None:
             return view
         block, text = shown
+        reader = DETAIL_READERS.get(artifact.name)
+        if reader is not None and artifact.encoding == "json":
+            with contextlib.suppress(ValueError):  # a damaged payload: its raw text only
+                view["detail"] = reader(loads_bounded(text))
         terms = self._code_terms.get((block.md5, artifact.name))
         if terms is None:  # a recompile storm shows the same code thousands of times
             terms = self._code_terms[block.md5, artifact.name] = tuple(
@@ -825,7 +874,7 @@ def _metrics_title(event: Event) -> str:
 
 
 def _metrics_rows(event: Event) -> list[tuple[str, str]]:
-    rows = []
+    rows = [(key, "a config snapshot: see Config on this page") for key in event.configs or ()]
     for key, value in event.meta.items():
         if value is None or value == [] or value == {}:
             continue
