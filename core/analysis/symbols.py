@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..frames import Frame
+from ..frames import user_frame
 from ..handlers import SYMBOLIC_TYPES
 from ..model import CompileUnit, Event
 
@@ -146,9 +146,8 @@ def _sources(meta: dict[str, Any]) -> dict[str, str]:
 
 
 def _site(event: Event, meta: dict[str, Any]) -> Site:
-    user = event.stacks.get("user_stack") or []
-    if user:
-        frame: Frame = user[-1]
+    frame = user_frame(event.stacks)
+    if frame is not None:
         return Site(
             f"{frame.short_filename.rsplit('/', 1)[-1]}:{frame.line}",
             frame.describe(),

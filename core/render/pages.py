@@ -20,6 +20,7 @@ from ..analysis import status as status_mod
 from ..analysis import views
 from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
 from ..analysis.export_report import export_failures
+from ..analysis.exports import export_calls, export_of, failures_with_exports
 from ..analysis.graph_size import fx_node_count
 from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
@@ -181,11 +182,13 @@ class ReportRenderer:
     def __init__(self, trace: Trace, *, prefix: str = "") -> None:
         self.trace = trace
         self.prefix = prefix
-        self.statuses = status_mod.statuses(trace)
+        self.exports = export_calls(trace)
+        self.statuses = status_mod.statuses(trace, self.exports)
         self.frames = views.frames(trace)
         self.labels = function_labels(self.frames)  # frame titles, told apart
         self.graph_breaks = views.graph_breaks(trace)
-        self.failures = views.failures(trace)
+        self.failures = failures_with_exports(trace, self.exports)
+        self._export_of = export_of(self.exports)
         self.times = compile_times(trace)
         self.recompiles = [r for f in self.frames for r in f.recompiles]
         self._frame_of = {id(u): f for f in self.frames for u in f.units}
@@ -234,6 +237,8 @@ class ReportRenderer:
             return str(name)
         if unit.stack:
             return unit.stack[-1].name
+        if id(unit) in self._export_of:
+            return "torch.export"
         frame = self._frame_of.get(id(unit))
         return frame.function if frame else ""
 
@@ -244,6 +249,9 @@ class ReportRenderer:
         if unit.stack:
             last = unit.stack[-1]
             return f"{last.short_filename}:{last.line}"
+        call = self._export_of.get(id(unit))
+        if call is not None and call.call_site is not None:
+            return f"{call.call_site.short_filename}:{call.call_site.line}"
         return ""
 
     # -- the tree --------------------------------------------------------------------------
@@ -416,7 +424,9 @@ class ReportRenderer:
                 key: label
                 for key, label in status_mod.LABELS.items()
                 if key != status_mod.INTERRUPTED or self.interrupted
+                if key != status_mod.EXPORT or status_mod.EXPORT in self.statuses.values()
             },
+            "exports": self.exports,
             "unit_path": self.unit_path,
             "status": self.status,
             "function_of": self.function_of,
@@ -454,6 +464,8 @@ class ReportRenderer:
             "previous": previous,
             "next": following,
             "failures": failures,
+            "exports": [c for c in self.exports if unit in c.units],
+            "unit_path": self.unit_path,
             "restart_reasons": restart_reasons,
             "graph_breaks": self._breaks_of.get(id(unit), []),
             "interrupted": self._interrupted_of.get(id(unit)),
@@ -467,7 +479,9 @@ class ReportRenderer:
             "artifact_count": len(unit.artifacts),
             "guards": self._guards(unit),
             "symbolic": unit_symbols(unit),
-            "other_events": [_event_row(e) for e in unit.events if not _is_symbolic(e)],
+            "other_events": [
+                _event_row(e) for e in unit.events if not _is_symbolic(e) and e.type != "export"
+            ],
             "event_counts": sorted(unit.event_counts.items()),
             "provenance_links": _extra_pages().unit_links(self, unit),
             "metrics_tables": [
@@ -500,7 +514,11 @@ class ReportRenderer:
 
     def failures_page(self) -> Page:
         md = render_markdown(
-            "failures.md", failures=self.failures, status=self.status, unit_path=self.unit_path
+            "failures.md",
+            failures=self.failures,
+            exports=self.exports,
+            status=self.status,
+            unit_path=self.unit_path,
         )
         return Page("failures.md", md, "Failures and restarts")
 
