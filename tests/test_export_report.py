@@ -22,9 +22,9 @@ from tlsite.core.analysis.export_report import (
     MISSING_FAKE_KERNEL,
     ExportFailure,
     ExprNode,
-    logged_failures,
     export_report,
     exported_program,
+    logged_failures,
 )
 
 EXPORT_DRAFT = FIXTURE_TRACES / "export_draft" / "export_draft.log"
