@@ -211,7 +211,7 @@ def test_2_6_draft_export_report_page_says_four_issues(tmp_path: Path) -> None:
     )
 
 
-# -- dynamic shapes: user code when torch logs `user_stack: []` -------------------------------------
+# -- dynamic shapes: user code when torch logs `user_stack: []` ---------------------------------
 @pytest.mark.slow
 def test_2_15_unbacked_guards_show_the_users_line(sites) -> None:
     """torch 2.15 logs `user_stack: []` on the guards of the unbacked u0; its `stack` starts

@@ -305,9 +305,8 @@ def _settle(trace: Trace, call: ExportCall) -> None:
         if symbol is not None:
             call.error = f"{DATA_DEPENDENT_ERROR} (inferred)"
             call.reason = (
-                f"the graph traced so far ends at `{expr}`, an expression on `{symbol}` "
-                "(an unbacked value, e.g. from `.item()`): a guard on it raises "
-                f"{DATA_DEPENDENT_ERROR}"
+                f"the graph traced so far ends at `{expr}`, a guard on the unbacked `{symbol}` "
+                "(a value the data decides, e.g. `.item()`)"
             )
             call.inferred = True
             call.failed_at = user_frame(unbacked[symbol].stacks)
@@ -409,7 +408,7 @@ def failures_with_exports(trace: Trace, calls: list[ExportCall] | None = None) -
         row.export_call = call
         said.add(call.number)
         if row.kind == MAKE_FX_FAILED or call.inferred:
-            row.kind, row.description = call.error, call.reason
+            row.kind, row.description = call.error, _plain(call.reason)
         if not row.source and call.failed_at is not None:
             row.source, row.function_source = _frame_text(call.failed_at), ""
     for call in calls:
@@ -421,7 +420,7 @@ def failures_with_exports(trace: Trace, calls: list[ExportCall] | None = None) -
                 Failure(
                     unit,
                     call.error,
-                    call.reason,
+                    _plain(call.reason),
                     _frame_text(call.failed_at),
                     False,
                     line=call.outcome_line,
@@ -429,6 +428,11 @@ def failures_with_exports(trace: Trace, calls: list[ExportCall] | None = None) -
                 )
             )
     return rows
+
+
+def _plain(reason: str) -> str:
+    """A reason written as Markdown, as the plain text a failure's message is."""
+    return reason.replace("`", "")
 
 
 def _call_at(calls: list[ExportCall], line: int) -> ExportCall | None:

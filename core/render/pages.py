@@ -183,12 +183,15 @@ class ReportRenderer:
         self.trace = trace
         self.prefix = prefix
         self.exports = export_calls(trace)
+        self._export_of = export_of(self.exports)
         self.statuses = status_mod.statuses(trace, self.exports)
         self.frames = views.frames(trace)
+        for frame in self.frames:  # an export's "frame" has no function name: it is the call
+            if frame.function == "?" and any(id(u) in self._export_of for u in frame.units):
+                frame.function = "torch.export"
         self.labels = function_labels(self.frames)  # frame titles, told apart
         self.graph_breaks = views.graph_breaks(trace)
         self.failures = failures_with_exports(trace, self.exports)
-        self._export_of = export_of(self.exports)
         self.times = compile_times(trace)
         self.recompiles = [r for f in self.frames for r in f.recompiles]
         self._frame_of = {id(u): f for f in self.frames for u in f.units}
