@@ -346,7 +346,6 @@ def describe(ctx: RecordContext) -> None:
 def export_start(ctx: RecordContext) -> None:
     """TORCH_DTRACE's mark of a ``torch.export`` call starting (its payload is "start!"):
     shown with the call (analysis/exports.py), not as an unknown record."""
-    ctx.consumed_payload = True
     ctx.keep_event()
 
 

@@ -71,9 +71,9 @@ def test_symbolic_shapes_one_entry_per_symbol_with_source_range_and_user_line(
     assert "value 5" in later["s77"][0] and "dynamic_shapes.py:30" in later["s77"][0]
     assert later["u0"][0].startswith("u0 (unbacked), range [-int_oo, int_oo]")
     # torch logs `user_stack: []` on these guards: the user's frame of `stack` says where
-    assert "guard u0 >= 1 at dynamic_shapes.py:38: take_positive(a, torch.tensor(2))" in later[
-        "u0"
-    ][1]
+    assert (
+        "guard u0 >= 1 at dynamic_shapes.py:38: take_positive(a, torch.tensor(2))" in later["u0"][1]
+    )
 
 
 def test_export_guard_names_its_symbol_source(site_of: Any) -> None:

@@ -3,7 +3,7 @@
 Real traces: ``tests/fixtures/traces/torch-<version>/export*.log`` (the scripts in
 ``tests/fixtures/scripts/versions/``: a good module, a data-dependent guard, a Dim
 constraint violation; the script's own output says the last two raised),
-``export_dtrace/export_dtrace.log`` (the same three calls under ``TORCH_DTRACE`` on 2.15) and
+``torch-2.15/export_dtrace.log`` (the same three calls under ``TORCH_DTRACE`` on 2.15) and
 ``torch-2.15/dynamic_shapes.log`` (``scripts/dynamic_shapes.py`` run by torch 2.15). Expected
 lines come from the scripts, expected times from the raw log lines.
 """
@@ -22,7 +22,7 @@ from tlsite.core import load
 from tlsite.core.analysis.export_report import export_failures
 
 SCRIPTS = Path(__file__).parent / "fixtures" / "scripts"
-EXPORT_DTRACE = FIXTURE_TRACES / "export_dtrace" / "export_dtrace.log"
+EXPORT_DTRACE = FIXTURE_TRACES / "torch-2.15" / "export_dtrace.log"
 DYNAMIC_215 = FIXTURE_TRACES / "torch-2.15" / "dynamic_shapes.log"
 #: Traces that ran the script before it gained line 5 (fixtures README).
 EARLIER_SCRIPT = {("2.15", "export"), ("2.6", "export")}
@@ -89,15 +89,15 @@ def test_strict_export_calls_are_one_row_each_with_outcome_and_time(
     site = sites.get(fixture(version, scenario))
     rows = export_rows(site.page("failures.html"))
     assert len(rows) == 3
-    assert [r[3] for r in rows] == ["succeeded", "failed", "failed"]
-    assert rows[1][4].startswith("UserError: ")
-    assert "zuf0 > 0.0" in rows[1][4]
-    assert rows[2][4].startswith("ConstraintViolationError: Constraints violated (b)!")
+    assert [r[2] for r in rows] == ["succeeded", "failed", "failed"]
+    assert rows[1][3].startswith("UserError: ")
+    assert "zuf0 > 0.0" in rows[1][3]
+    assert rows[2][3].startswith("ConstraintViolationError: Constraints violated (b)!")
     raw = metrics_lines(fixture(version, scenario))
     assert len(raw) == 3 and [bool(m["fail_type"]) for m in raw] == [False, True, True]
     for row, metrics in zip(rows, raw, strict=True):
         if metrics.get("duration_us") is not None:
-            assert float(row[5]) == pytest.approx(metrics["duration_us"] / 1e6, rel=0.01)
+            assert float(row[4]) == pytest.approx(metrics["duration_us"] / 1e6, rel=0.01)
     site_text = version_line(version, scenario, CALLS["good"][0])
     assert rows[0][1] == site_text
     overview = article_text(site.page("index.html"))
@@ -113,13 +113,13 @@ def test_non_strict_export_calls_say_what_failed(sites, version: str) -> None:
     declared `Dim("b", min=2, max=16)`: both failed, and the good call's outcome is not logged."""
     site = sites.get(fixture(version, "export"))
     rows = export_rows(site.page("failures.html"))
-    assert [r[3] for r in rows] == ["not logged", "failed (inferred)", "failed (inferred)"]
+    assert [r[2] for r in rows] == ["not logged", "failed (inferred)", "failed (inferred)"]
     assert rows[0][1] == version_line(version, "export", CALLS["good"][0])
-    assert rows[1][4].startswith("GuardOnDataDependentSymNode")
-    assert "zuf0 > 0.0" in rows[1][4]
-    assert rows[1][4].endswith(version_line(version, "export", "if x.sum().item() > 0"))
-    assert rows[2][4].startswith("Constraint violation")
-    assert "[2, 16]" in rows[2][4]
+    assert rows[1][3].startswith("GuardOnDataDependentSymNode")
+    assert "zuf0 > 0.0" in rows[1][3]
+    assert f"at {version_line(version, 'export', 'if x.sum().item() > 0')}" in rows[1][3]
+    assert rows[2][3].startswith("Constraint violation")
+    assert "[2, 16]" in rows[2][3]
     overview = article_text(site.page("index.html"))
     assert glance(site)["Compilation failures"] == "2"
     assert "No compilation failures" not in overview
@@ -155,9 +155,9 @@ def test_dtrace_export_record_starts_each_call(sites) -> None:
         script_line(script, "torch.export.export(DataDep()"),
         script_line(script, "Constrained(), (torch.randn(4, 8),)", shift=1),  # the call's line
     ]
-    assert [r[3] for r in rows] == ["succeeded", "failed", "failed (inferred)"]
-    assert rows[1][4].startswith("GuardOnDataDependentSymNode: Could not guard on")
-    assert all(", export at line" in r[6] for r in rows)
+    assert [r[2] for r in rows] == ["succeeded", "failed", "failed (inferred)"]
+    assert rows[1][3].startswith("GuardOnDataDependentSymNode: Could not guard on")
+    assert all("began with export at line" in r[3] for r in rows)
     page = article_text(site.page("-_0_0_0/index.html"))
     assert "began at line 1 with an export record" in page and "start!" in page
     health = article_text(site.page("health.html"))

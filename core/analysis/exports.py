@@ -96,10 +96,6 @@ class ExportCall:
     def failed(self) -> bool:
         return self.outcome == FAILED
 
-    @property
-    def ids(self) -> str:
-        return ", ".join(u.display for u in self.units if u.id is not None)
-
 
 # -- finding the calls --------------------------------------------------------------------
 def export_calls(trace: Trace) -> list[ExportCall]:
@@ -166,9 +162,9 @@ def _starts_call(current: ExportCall | None, unit: CompileUnit, item: Any) -> bo
         return True
     if isinstance(item, Event) and item.type == EXPORT_START:
         return current.start_record is not None or item.line > current.first_line
-    if item is None:  # a new compile id
-        framed = [u for u in current.units if _framed(u)]
-        return bool(framed) and unit not in framed
+    if item is None:  # a new compile id (a restarted attempt is the same compile)
+        compiles = {u.id.frame_key() for u in current.units if u.id is not None}
+        return bool(compiles) and unit.id is not None and unit.id.frame_key() not in compiles
     if isinstance(item, Event) and item.type.startswith("describe_"):
         describer = item.meta.get("describer_id")
         return current.describer is not None and describer != current.describer
