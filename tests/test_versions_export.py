@@ -221,3 +221,19 @@ def test_2_15_unbacked_guards_show_the_users_line(sites) -> None:
     page = article_text(sites.get(DYNAMIC_215).page("symbolic_shapes.html"))
     call = script_line(SCRIPTS / "dynamic_shapes.py", "take_positive(a, torch.tensor(2))")
     assert re.search(rf"guard u0 >= 1 at {re.escape(call)} ?: take_positive\(a", page), page
+
+
+def test_each_strict_export_call_has_its_own_symbols() -> None:
+    """2.15 strict export logs the symbols of every call under [0/0]: the good call's s6
+    (value 3) and the constrained call's s6 (value 4, range [2, 16]) are two symbols, and the
+    guard `Eq(s6, 4)` is on the second one only."""
+    from tlsite.core.analysis.symbols import unit_symbols
+
+    raw = fixture("2.15", "export_strict").read_text(encoding="utf-8")
+    assert len(re.findall(r'\{"create_symbol": \{"symbol": "s6"', raw)) == 2
+    group = unit_symbols(load(fixture("2.15", "export_strict")).unit("[0/0]"))
+    assert group is not None
+    s6 = [s for s in group.symbols if s.name == "s6"]
+    assert [(s.value, s.range) for s in s6] == [("3", "[2, int_oo]"), ("4", "[2, 16]")]
+    assert s6[0].constraints == []
+    assert [c.expr for c in s6[1].constraints] == ["Eq(s6, 4)", "s6 = 4"]
