@@ -237,3 +237,17 @@ def test_each_strict_export_call_has_its_own_symbols() -> None:
     assert [(s.value, s.range) for s in s6] == [("3", "[2, int_oo]"), ("4", "[2, 16]")]
     assert s6[0].constraints == []
     assert [c.expr for c in s6[1].constraints] == ["Eq(s6, 4)", "s6 = 4"]
+
+
+@pytest.mark.slow
+def test_export_mode_never_congratulates_a_trace_whose_exports_failed(tmp_path: Path) -> None:
+    """`-e` on 2.15's non-strict export trace: no draft-export issue is logged, but two export
+    calls raised (the script says so): neither page says "Congratulations"."""
+    from tlsite.cli import build
+
+    out = tmp_path / "site"
+    build(str(fixture("2.15", "export")), out, export_mode=True, make_zip=False)
+    for name in ("index.html", "export_report.html"):
+        text = article_text((out / name).read_text(encoding="utf-8"))
+        assert "Congratulations" not in text, name
+        assert "2 export calls failed" in text or "2 torch.export calls failed" in text, name

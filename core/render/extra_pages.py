@@ -374,6 +374,7 @@ def export_pages(renderer: ReportRenderer) -> tuple[list[Page], list[Any]]:
         failures=failures,
         counts=Counter(f["type"] for f in failures).most_common(),
         guards=[_failure_view(renderer, g, 0) for g in report.guards],
+        failed_exports=[c for c in renderer.exports if c.failed],
         program=program,
         types=_TYPES,
     )
