@@ -251,3 +251,35 @@ def test_export_mode_never_congratulates_a_trace_whose_exports_failed(tmp_path: 
         text = article_text((out / name).read_text(encoding="utf-8"))
         assert "Congratulations" not in text, name
         assert "2 export calls failed" in text or "2 torch.export calls failed" in text, name
+
+
+HOSTILE = "<img src=x onerror=alert(1)>`[click](javascript:alert(2))"
+
+
+def test_export_call_text_from_the_trace_is_escaped(tmp_path: Path) -> None:
+    """What an export call's row quotes from the trace (source, range, value, error, the
+    `export` record's payload) is shown as text, never markup."""
+    from corpus import trace_lines
+
+    from tlsite.cli import build
+
+    ids = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+    text = trace_lines({"str": ["/home/u/model.py", 0]})
+    text += trace_lines({"str": ["/x/site-packages/torch/export/__init__.py", 1]})
+    text += trace_lines({"export": {}, **ids}, HOSTILE)
+    stack = [
+        {"line": 3, "name": "<module>", "filename": 0},
+        {"line": 9, "name": "export", "filename": 1},
+    ]
+    symbol = {"symbol": "s0", "val": HOSTILE, "vr": f"[2, {HOSTILE}]", "source": HOSTILE}
+    text += trace_lines({"create_symbol": {**symbol, "stack": stack}, **ids})
+    special = {"symbol": "s0", "sources": [HOSTILE], "value": HOSTILE, "reason": HOSTILE}
+    text += trace_lines({"symbolic_shape_specialization": {**special, "stack": stack}, **ids})
+    log = tmp_path / "hostile.log"
+    log.write_text(text, encoding="utf-8")
+    build(str(log), tmp_path / "site", make_zip=False)
+    for name in ("index.html", "failures.html", "-_0_0_0/index.html"):
+        page = (tmp_path / "site" / name).read_text(encoding="utf-8")
+        assert "<img" not in page and 'href="javascript' not in page, name
+    failures = article_text((tmp_path / "site" / "failures.html").read_text(encoding="utf-8"))
+    assert "Constraint violation (inferred)" in failures and "onerror=alert(1)" in failures
