@@ -283,3 +283,16 @@ def test_export_call_text_from_the_trace_is_escaped(tmp_path: Path) -> None:
         assert "<img" not in page and 'href="javascript' not in page, name
     failures = article_text((tmp_path / "site" / "failures.html").read_text(encoding="utf-8"))
     assert "Constraint violation (inferred)" in failures and "onerror=alert(1)" in failures
+
+
+@pytest.mark.slow
+def test_2_15_export_calls_hang_in_the_stack_trie_under_their_call(sites) -> None:
+    """No export call logs a dynamo_start stack; the good and the constrained call's records
+    do log the Python stack that called torch.export, and the trie places them there."""
+    site = sites.get(fixture("2.15", "export"))
+    overview = article_text(site.page("index.html"))
+    assert "No dynamo_start stacks were logged" not in overview
+    trie = overview.split("Stack trie", 1)[1].split("How to read this report", 1)[0]
+    for compile_id, text in (("[0/0]", CALLS["good"][0]), ("[2/0]", CALLS["constrained"][0])):
+        where = version_line("2.15", "export", text)
+        assert re.search(rf"{re.escape(compile_id)} .*{re.escape(where)} in <module>", trie), trie

@@ -67,6 +67,7 @@ class ExportCall:
     units: list[CompileUnit] = field(default_factory=list)  # compile ids its records carry
     strict: bool | None = None  # None: the trace does not say
     call_site: Frame | None = None  # the user's line that called torch.export
+    call_stack: list[Frame] = field(default_factory=list)  # the user's frames down to it
     outcome: str = UNKNOWN
     error: str = ""  # the exception (or what stands for it)
     reason: str = ""  # one line: what went wrong
@@ -190,16 +191,15 @@ def _add(call: ExportCall, unit: CompileUnit, item: Any) -> None:
         call.units.append(unit)
     if unit.stacks and call.call_site is None:
         call.strict = True
-        call.call_site = _site_in(unit.stack)
+        _set_call_stack(call, unit.stack)
     if item is None:
         return
     if isinstance(item, Event) and item.type.startswith("describe_"):
         if call.describer is None:
             call.describer = item.meta.get("describer_id")
         return
-    site = _call_site(item)
-    if site is not None and call.call_site is None:
-        call.call_site = site
+    if isinstance(item, Event):
+        _set_call_stack(call, item.stacks.get("stack") or [])
     if isinstance(item, Artifact):
         if item.name == PARTIAL_GRAPH:
             _partial_graph(call, item)
@@ -372,20 +372,24 @@ def _last_symbolic(trace: Trace, artifact: Artifact) -> str | None:
 def _call_site(item: Any) -> Frame | None:
     if not isinstance(item, Event):
         return None
-    return _site_in(item.stacks.get("stack") or [])
+    frames = _call_stack(item.stacks.get("stack") or [])
+    return frames[-1] if frames else None
 
 
-def _site_in(stack: list[Frame]) -> Frame | None:
-    """The user's frame that called ``torch.export``: the last frame of the user's code the
+def _call_stack(stack: list[Frame]) -> list[Frame]:
+    """The user's frames down to the one that called ``torch.export``: the user's code the
     stack starts with (outermost first), when torch's first frame is export's. A stack that
-    starts inside torch (torch logs only its innermost frames) names no call site."""
-    site = None
-    for frame in stack:
-        if is_user_frame(frame):
-            site = frame
-            continue
-        return site if _EXPORT_FILE.search(frame.filename) else None
-    return None
+    starts inside torch (torch logs only its innermost frames) names no call."""
+    for index, frame in enumerate(stack):
+        if not is_user_frame(frame):
+            return stack[:index] if _EXPORT_FILE.search(frame.filename) else []
+    return []
+
+
+def _set_call_stack(call: ExportCall, stack: list[Frame]) -> None:
+    frames = _call_stack(stack)
+    if frames and call.call_site is None:
+        call.call_stack, call.call_site = frames, frames[-1]
 
 
 # -- failures -----------------------------------------------------------------------------

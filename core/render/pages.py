@@ -395,7 +395,7 @@ class ReportRenderer:
         recompiled = sorted(
             (f for f in self.frames if f.recompiles), key=lambda f: -len(f.recompiles)
         )
-        trie = compile_trie(units)
+        trie = compile_trie(units, {key: call.call_stack for key, call in self._export_of.items()})
         context = {
             "trace": trace,
             "stats": trace.stats,
