@@ -7,6 +7,7 @@ stack uses it, so frames are resolved to real file names while the log is read.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +113,30 @@ def read_stack(raw: Any, strings: InternTable) -> list[Frame]:
         )
         frames.append(strings.frame(frame))
     return frames
+
+
+#: Files that are not the user's: installed packages, the standard library, ``<string>``-like
+#: code, and torch itself (a source checkout of torch is not under site-packages).
+_LIBRARY_FILE = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\]|[/\\]lib(?:64)?[/\\]python\d[\d.]*[/\\]|^<|(?:^|[/\\])torch[/\\]"
+)
+
+
+def is_user_frame(frame: Frame) -> bool:
+    """Whether the frame is in the user's code (not torch, a library or the standard library)."""
+    return frame.filename != UNKNOWN_FILE and not _LIBRARY_FILE.search(frame.filename)
+
+
+def user_frame(stacks: Mapping[str, list[Frame]]) -> Frame | None:
+    """The user's line a record points at: the innermost user frame of ``user_stack``, else of
+    ``stack`` (torch 2.15 logs ``user_stack: []`` outside a traced frame, torch <= 2.6 no user
+    stack on some events; both are outermost first), else the last ``user_stack`` frame."""
+    user = stacks.get("user_stack") or []
+    for frames in (user, stacks.get("stack") or []):
+        for frame in reversed(frames):
+            if is_user_frame(frame):
+                return frame
+    return user[-1] if user else None
 
 
 _CONVERT_FRAME = "torch/_dynamo/convert_frame.py"

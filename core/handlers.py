@@ -372,6 +372,13 @@ def describe(ctx: RecordContext) -> None:
     ctx.builder.spill_describe(ctx)
 
 
+@handles("export")
+def export_start(ctx: RecordContext) -> None:
+    """TORCH_DTRACE's mark of a ``torch.export`` call starting (its payload is "start!"):
+    shown with the call (analysis/exports.py), not as an unknown record."""
+    ctx.keep_event()
+
+
 @handles("exported_program")
 def exported_program(ctx: RecordContext) -> None:
     if ctx.builder.trace.export_mode:

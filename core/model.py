@@ -344,9 +344,9 @@ class Trace:
 
     @property
     def failures(self) -> list[Failure]:
-        from .analysis.views import failures
+        from .analysis.exports import failures_with_exports
 
-        return failures(self)
+        return failures_with_exports(self)
 
     @property
     def compile_times(self) -> list[CompileTime]:

@@ -70,7 +70,10 @@ def test_symbolic_shapes_one_entry_per_symbol_with_source_range_and_user_line(
     later = symbol_entries(section(page, "[1/0]"))
     assert "value 5" in later["s77"][0] and "dynamic_shapes.py:30" in later["s77"][0]
     assert later["u0"][0].startswith("u0 (unbacked), range [-int_oo, int_oo]")
-    assert "guard u0 >= 1" in later["u0"][1]
+    # torch logs `user_stack: []` on these guards: the user's frame of `stack` says where
+    assert (
+        "guard u0 >= 1 at dynamic_shapes.py:38: take_positive(a, torch.tensor(2))" in later["u0"][1]
+    )
 
 
 def test_export_guard_names_its_symbol_source(site_of: Any) -> None:
@@ -78,7 +81,11 @@ def test_export_guard_names_its_symbol_source(site_of: Any) -> None:
     page = (site_of(TLPARSE_INPUTS / "export.log") / "symbolic_shapes.html").read_text("utf-8")
     line, under = symbol_entries(page)["s0"]
     assert line == "s0 = L['args'][0][1].size()[0] (its creation is not in this trace)"
-    assert "guard (((-u0)//3)) + 5 < 2*s0 at torch._check(a < z.shape[0])" in under
+    # no user stack: the user's frame of the Python stack, with the line of code torch logged
+    assert (
+        "guard (((-u0)//3)) + 5 < 2*s0 at test_draft_export.py:277: torch._check(a < z.shape[0])"
+        in under
+    )
 
 
 # -- 14. provenance -----------------------------------------------------------------------------
@@ -152,10 +159,9 @@ def test_draft_export_overview_is_titled_and_summarised_as_an_export(site_of: An
     assert h1 is not None
     assert text_of(h1.group(1)).startswith("Draft-export report: export_draft.log")
     facts = glance_rows(page)
-    assert facts["Draft export"] == "4 issues found"
+    assert facts["Draft export"] == "3 issues found"  # torch's own report says 3
     assert facts["Issues by kind"] == (
-        "1 × Guard Evaluated, 1 × Data Dependent Error, 1 × Missing Fake Kernel,"
-        " 1 × Mismatched Fake Kernel"
+        "1 × Data Dependent Error, 1 × Missing Fake Kernel, 1 × Mismatched Fake Kernel"
     )
     assert facts["Exported program"] == "logged"
     # nothing of torch.compile's, which compiled nothing here: no table of zeros

@@ -107,14 +107,14 @@ def test_build_summary_says_the_log_ends_inside_an_unfinished_compile(tmp_path: 
 def test_build_summary_names_the_draft_export_issues(tmp_path: Path) -> None:
     done = run_tlsite("build", str(EXPORT_DRAFT), "-o", "site", "--bundle", "none", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "Found: 4 draft-export issues" in done.stdout
+    assert "Found: 3 draft-export issues" in done.stdout  # torch's own report says 3
 
 
 # -- 6. the draft-export overview does not contradict itself --------------------------------------
 def test_draft_export_overview_lists_its_issues_and_no_compile_sections() -> None:
     overview = pages_of(EXPORT_DRAFT)["index.md"]
     worst = words(overview.split("## Worst problems first", 1)[1].split("\n## ", 1)[0])
-    assert worst.startswith("- Draft export: 4 issues")
+    assert worst.startswith("- Draft export: 3 issues")
     assert "No compilation failures" not in overview and "were logged" not in worst
     assert "## Stack trie" not in overview and "dynamo_start" not in overview
     assert "dynamo_output_graph" not in overview  # the torch.compile pipeline explainer

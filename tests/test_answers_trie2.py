@@ -87,7 +87,10 @@ def test_a_frame_with_no_stack_is_listed_under_the_trie() -> None:
     markdown = ReportRenderer(load(trace)).overview().markdown
     section = markdown.split("## Stack trie", 1)[1].split("\n## ", 1)[0]
     line = next(s for s in section.splitlines() if s.startswith("Compile ids with no recorded"))
-    assert sorted(cid_links(line)) == sorted(framed_compile_ids(trace))
+    # the export calls whose records log the Python stack that called torch.export hang in
+    # the trie there; the data-dependent call's records log none
+    assert cid_links(line) == ["[1/0]"]
+    assert sorted(cid_links(section)) == sorted(framed_compile_ids(trace))
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,9 @@ from tlsite.core.analysis.export_report import (
     MISSING_FAKE_KERNEL,
     ExportFailure,
     ExprNode,
-    export_failures,
     export_report,
     exported_program,
+    logged_failures,
 )
 
 EXPORT_DRAFT = FIXTURE_TRACES / "export_draft" / "export_draft.log"
@@ -83,7 +83,7 @@ def test_export_log_keeps_only_guards_evaluated_during_export() -> None:
     trace = load(tlparse_input("export.log"), export_mode=True)
     guards = [e for u in trace.unit_list() for e in u.events_of("guard_added")]
     assert len(guards) == 7
-    [failure] = export_failures(trace)
+    [failure] = logged_failures(trace)
     assert failure.type == DATA_DEPENDENT_ERROR
     assert failure.expr == "Eq((((-u0)//3)) + 5, 0)" and failure.result == "False"
     assert failure.locals == {
@@ -100,7 +100,7 @@ def chain(tree: ExprNode) -> list[tuple[int, str, str | None]]:
 
 
 def test_export_log_expression_tree_goes_down_to_the_unbacked_symbol() -> None:
-    [failure] = export_failures(load(tlparse_input("export.log"), export_mode=True))
+    [failure] = logged_failures(load(tlparse_input("export.log"), export_mode=True))
     assert failure.expr_tree is not None
     nodes = chain(failure.expr_tree)
     assert nodes[0] == (0, "Eq((((-u0)//3)) + 5, 0)", "eq")
@@ -118,7 +118,7 @@ def draft() -> Trace:
 
 def test_torch_213_draft_export_shows_every_failure_torch_logged(draft: Trace) -> None:
     assert draft.export_mode
-    failures = export_failures(draft)
+    failures = logged_failures(draft)
     assert [f.type for f in failures] == [
         GUARD_EVALUATED,
         DATA_DEPENDENT_ERROR,
@@ -147,14 +147,14 @@ def test_torch_213_draft_export_has_more_failures_than_tlparse_shows(draft: Trac
     index = (run.out / "index.html").read_text(encoding="utf-8")
     theirs = [row["type"] for row in tlparse_rows(index)]
     assert theirs == [MISSING_FAKE_KERNEL, MISMATCHED_FAKE_KERNEL]  # the list locals break it
-    ours = [f.type for f in export_failures(draft)]
+    ours = [f.type for f in logged_failures(draft)]
     assert set(theirs) < set(ours) and len(ours) == len(theirs) + 2
 
 
 def test_data_dependent_error_tree_has_the_expression_and_the_symbol_it_came_from(
     draft: Trace,
 ) -> None:
-    failure = export_failures(draft)[1]
+    failure = logged_failures(draft)[1]
     tree = failure.expr_tree
     assert tree is not None
     assert tree.method == "gt" and tree.arguments == ["u0", "2"] and tree.result == "u0 > 2"
@@ -167,7 +167,7 @@ def test_data_dependent_error_tree_has_the_expression_and_the_symbol_it_came_fro
 
 def test_draft_export_pages_and_program_in_export_mode_and_not_otherwise() -> None:
     exported = load(EXPORT_DRAFT, export_mode=True)
-    pages = [f.page.path if f.page else None for f in export_failures(exported)]
+    pages = [f.page.path if f.page else None for f in logged_failures(exported)]
     assert pages == [
         "-_-_-_-/symbolic_guard_information_0.html",
         "-_-_-_-/symbolic_guard_information_1.html",
@@ -179,7 +179,7 @@ def test_draft_export_pages_and_program_in_export_mode_and_not_otherwise() -> No
         "-_-_-_-/exported_program_2.txt"
     )
     normal = load(EXPORT_DRAFT, export_mode=False)
-    assert [f.type for f in export_failures(normal)] == [f.type for f in export_failures(exported)]
+    assert [f.type for f in logged_failures(normal)] == [f.type for f in logged_failures(exported)]
     event = exported_program(normal)
     assert event is not None and event.payload is not None
     assert "ExportedProgram" in normal.read_payload(event.payload)
@@ -226,7 +226,7 @@ def test_odd_records_never_raise_and_still_make_failures(tmp_path: Path) -> None
         {"mismatched_fake_kernel": "not an object"},
         {"guard_added": {"prefix": "hint", "expr": "s0 > 2"}},
     )
-    failures = export_failures(trace)
+    failures = logged_failures(trace)
     assert [f.type for f in failures] == [
         GUARD_EVALUATED,
         DATA_DEPENDENT_ERROR,
@@ -257,7 +257,7 @@ def test_expression_trees_use_only_earlier_records_and_survive_cycles(tmp_path: 
         expression(1, "reused id", []),  # torch reuses object ids
         {"guard_added": {"prefix": "eval", "expr": "c", "expr_node_id": 4}},
     )
-    first, too_early, later = export_failures(trace)
+    first, too_early, later = logged_failures(trace)
     assert first.expr_tree is not None
     assert chain(first.expr_tree) == [(0, "a + b", "add"), (1, "a", "add"), (1, "u0", None)]
     assert first.expr_tree.arguments == ["a", "1"]
@@ -270,14 +270,14 @@ def test_a_very_deep_expression_chain_does_not_hit_the_recursion_limit(tmp_path:
     depth = 3000
     records = [expression(i, f"e{i}", [i - 1] if i else []) for i in range(depth)]
     records.append({"guard_added": {"prefix": "eval", "expr": "e", "expr_node_id": depth - 1}})
-    [failure] = export_failures(write_trace(tmp_path, *records))
+    [failure] = logged_failures(write_trace(tmp_path, *records))
     assert failure.expr_tree is not None
     assert len(list(failure.expr_tree.walk())) == depth
 
 
 def test_failures_serialise_their_text_fields(draft: Trace) -> None:
     """Everything a page shows is plain text (no frames needed to print a summary)."""
-    for failure in export_failures(draft):
+    for failure in logged_failures(draft):
         json.dumps(
             {
                 "type": failure.type,

@@ -13,11 +13,12 @@ a node reached again (shared sub-expression or cycle) is not repeated.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..frames import Frame
+from ..frames import Frame, is_user_frame, user_frame
 from ..model import Artifact, CompileUnit, Event, Trace
 
 GUARD_EVALUATED = "Guard Evaluated"
@@ -92,6 +93,7 @@ class ExportFailure:
     expr_tree: ExprNode | None = None
     page: Artifact | None = None  # symbolic_guard_information_N.html (export mode)
     doc_url: str | None = None
+    occurrences: int = 1  # how often the trace logged this issue
 
     @property
     def is_guard(self) -> bool:
@@ -101,10 +103,12 @@ class ExportFailure:
 
 @dataclass
 class ExportReport:
-    """Every failure in log order, and the exported program the export produced."""
+    """The issues torch's own report lists, in log order, the exported program, and the
+    guards torch evaluated but does not list (see :func:`export_failures`)."""
 
     failures: list[ExportFailure]
     exported_program: Artifact | Event | None
+    guards: list[ExportFailure] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -113,11 +117,73 @@ class ExportReport:
 
 def export_report(trace: Trace) -> ExportReport:
     """The whole report: what a "Draft Export Report" page needs."""
-    return ExportReport(export_failures(trace), exported_program(trace))
+    issues, guards = _as_torch_reports(trace, logged_failures(trace))
+    return ExportReport(issues, exported_program(trace), guards)
 
 
 def export_failures(trace: Trace) -> list[ExportFailure]:
-    """The draft-export failures of a trace, in log order (whatever mode it was read in)."""
+    """The issues torch's own draft-export report lists, in log order.
+
+    torch (``torch/export/_draft_export.py``) counts an issue once however often it is logged:
+    a missing fake kernel once per operator, a mismatched one once per operator and reason, a
+    data-dependent error once per user stack (torch 2.6 logs the same one again for the retrace
+    of each graph). It lists an evaluated guard only when the export raised a constraint
+    violation and was retried with new dynamic shapes; tlparse lists every guard.
+    """
+    return _as_torch_reports(trace, logged_failures(trace))[0]
+
+
+def _as_torch_reports(
+    trace: Trace, logged: list[ExportFailure]
+) -> tuple[list[ExportFailure], list[ExportFailure]]:
+    """(issues torch lists, guards it does not): each repeat counted on its first record."""
+    issues: list[ExportFailure] = []
+    guards: list[ExportFailure] = []
+    first: dict[tuple, ExportFailure] = {}
+    for failure in logged:
+        if failure.type == GUARD_EVALUATED and not _retried_after(trace, failure):
+            guards.append(failure)
+            continue
+        key = _issue_key(failure)
+        if key in first:
+            first[key].occurrences += 1
+            continue
+        first[key] = failure
+        issues.append(failure)
+    return issues, guards
+
+
+def _issue_key(failure: ExportFailure) -> tuple:
+    if failure.type == MISSING_FAKE_KERNEL:
+        return (failure.type, failure.op)
+    if failure.type == MISMATCHED_FAKE_KERNEL:
+        return (failure.type, failure.op, failure.mismatch)
+    if failure.type == DATA_DEPENDENT_ERROR:
+        user = failure.user_stack or [f for f in failure.stack if is_user_frame(f)]
+        if user:
+            return (failure.type, tuple((f.filename, f.line) for f in user))
+    return (failure.type, failure.line)
+
+
+_SPECIALIZED = re.compile(r"^Eq\(\s*[a-z]+\d+\s*,\s*-?\d+\s*\)$")
+
+
+def _retried_after(trace: Trace, guard: ExportFailure) -> bool:
+    """Whether the export was retried after this guard: torch gives the retry a new compile id
+    (2.15); a trace with no compile ids cannot show it, and there a guard that specializes a
+    symbol to a constant (``Eq(s0, 3)``, which violates a dim declared dynamic) counts."""
+    unit = guard.unit
+    if unit.id is None or unit.id.frame_id is None:
+        return bool(_SPECIALIZED.match(guard.expr or ""))
+    return any(
+        other.id is not None and other.id.frame_id is not None and other.first_line > guard.line
+        for other in trace.units.values()
+    )
+
+
+def logged_failures(trace: Trace) -> list[ExportFailure]:
+    """Every draft-export failure record of a trace, in log order (whatever mode it was read
+    in), as tlparse lists them."""
     index: dict[int, ExprNode] = {}
     failures: list[ExportFailure] = []
     for unit, event in _events_in_order(trace):
@@ -198,7 +264,7 @@ def _guard_failure(unit: CompileUnit, event: Event, kind: str, reason: str) -> E
         event=event,
         expr=_text(meta.get("expr")),
         result=_text(meta.get("result")),
-        user_stack=list(event.stacks.get("user_stack", [])),
+        user_stack=_user_stack(event),
         stack=list(event.stacks.get("stack", [])),
         locals=text_values(frame_locals.get("locals")),
         symbols=text_values(frame_locals.get("symbols")),
@@ -259,7 +325,7 @@ def expr_node(event: Event) -> ExprNode | None:
         argument_ids=[a for a in argument_ids if _is_id(a)]
         if isinstance(argument_ids, list)
         else [],
-        user_stack=list(event.stacks.get("user_stack", [])),
+        user_stack=_user_stack(event),
         stack=list(event.stacks.get("stack", [])),
         line=event.line,
         kind=event.type,
@@ -329,6 +395,15 @@ def _text(value: Any) -> str | None:
     return None if value is None else _as_text(value)
 
 
+def _user_stack(event: Event) -> list[Frame]:
+    """The logged user stack, or the user's innermost frame of ``stack`` when it is empty."""
+    user = event.stacks.get("user_stack")
+    if user:
+        return list(user)
+    frame = user_frame(event.stacks)
+    return [frame] if frame is not None else []
+
+
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -349,4 +424,5 @@ __all__ = [
     "export_report",
     "exported_program",
     "expr_tree",
+    "logged_failures",
 ]

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..model import CompileUnit
 from .views import Failure, FrameCompiles
+
+if TYPE_CHECKING:
+    from .exports import ExportCall
 
 #: "0/3: " before a recompile reason: which cache entry's guard failed.
 _ENTRY = re.compile(r"^\s*\d+/\d+:\s*")
@@ -90,6 +94,7 @@ class FailureGroup:
     kind: str
     message: str
     units: list[CompileUnit] = field(default_factory=list)
+    exports: list[ExportCall] = field(default_factory=list)  # the torch.export calls that failed
 
 
 def failure_groups(failures: list[Failure]) -> list[FailureGroup]:
@@ -102,4 +107,6 @@ def failure_groups(failures: list[Failure]) -> list[FailureGroup]:
         if group is None:
             group = groups[key] = FailureGroup(failure.kind, message)
         group.units.append(failure.unit)
+        if failure.export_call is not None:
+            group.exports.append(failure.export_call)
     return list(groups.values())

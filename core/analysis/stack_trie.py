@@ -70,9 +70,13 @@ class CompileTrie:
     unplaced: list[CompileUnit]
 
 
-def compile_trie(units: list[CompileUnit]) -> CompileTrie:
+def compile_trie(
+    units: list[CompileUnit], calls: Mapping[int, list[Frame]] | None = None
+) -> CompileTrie:
     """Every compile id with a frame lands in the trie: one without a stack hangs where the
-    nearest compile of the same frame does (a frame's compiles start from the same code)."""
+    nearest compile of the same frame does (a frame's compiles start from the same code), or,
+    for a ``torch.export`` call, under the user's stack that called it (``calls``: id(unit)
+    → those frames)."""
     by_frame: dict[int, list[CompileUnit]] = {}
     for unit in units:
         if unit.stacks and unit.id is not None and unit.id.frame_id is not None:
@@ -83,6 +87,9 @@ def compile_trie(units: list[CompileUnit]) -> CompileTrie:
     for unit in units:
         stacks += [(stack, unit) for stack in unit.stacks]
         if unit.stacks or unit.id is None or unit.id.frame_id is None:
+            continue
+        if calls and calls.get(id(unit)):
+            stacks.append((calls[id(unit)], unit))
             continue
         donor = _nearest(unit, by_frame.get(unit.id.frame_id, []))
         if donor is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import CompileUnit, Trace
-from .views import PARTIAL_GRAPH
+from .exports import FAILED, SUCCEEDED, ExportCall, export_calls, loose_unit
 
 OK = "ok"  # success
 BREAK = "break"  # success with a restart, e.g. a graph break
@@ -11,6 +11,7 @@ EMPTY = "empty"  # empty graph
 ERROR = "error"  # compilation failed
 MISSING = "missing"  # no compilation_metrics record
 INTERRUPTED = "interrupted"  # its phases were still open when the log ended
+EXPORT = "export"  # a torch.export call whose outcome the trace does not record
 
 LABELS = {
     OK: "Success",
@@ -19,6 +20,7 @@ LABELS = {
     ERROR: "Error",
     MISSING: "Metrics were missing",
     INTERRUPTED: "Interrupted: the log ends in it",
+    EXPORT: "torch.export call: outcome not logged",
 }
 
 #: The same, short enough for a badge in a table column (the full label is its tooltip).
@@ -29,6 +31,7 @@ SHORT_LABELS = {
     ERROR: "Error",
     MISSING: "No metrics",
     INTERRUPTED: "Interrupted",
+    EXPORT: "Export",
 }
 
 
@@ -49,8 +52,9 @@ def classify(metrics: list[dict]) -> str:
     return OK
 
 
-def statuses(trace: Trace) -> dict[str, str]:
-    """Display id → status for every unit (attempts of one compile share their metrics)."""
+def statuses(trace: Trace, calls: list[ExportCall] | None = None) -> dict[str, str]:
+    """Display id → status for every unit (attempts of one compile share their metrics);
+    ``calls``: the trace's export calls, when known already."""
     by_key: dict[object, list[dict]] = {}
     running: dict[object, CompileUnit] = {}  # compile → its attempt the log ends in
     for unit in trace.units.values():
@@ -63,12 +67,12 @@ def statuses(trace: Trace) -> dict[str, str]:
             last = running.get(key)
             if last is None or _attempt(unit) >= _attempt(last):
                 running[key] = unit
-    failed = {_compile_key(u) for u in trace.units.values() if _make_fx_failed(u)}
+    exported = _export_outcomes(trace, calls)
     result = {}
     for unit in trace.units.values():
         key = _compile_key(unit)
-        if key in failed and not by_key[key]:
-            result[unit.display] = ERROR  # a non-strict export logs no metrics, only this
+        if id(unit) in exported and not by_key[key]:
+            result[unit.display] = exported[id(unit)]  # an export that logs no metrics
         elif running.get(key) is unit:
             # the log ends inside this compile (tlparse says "missing", or "success" when it
             # was compiling the backward graph, which torch does after the forward's metrics);
@@ -79,8 +83,16 @@ def statuses(trace: Trace) -> dict[str, str]:
     return result
 
 
-def _make_fx_failed(unit: CompileUnit) -> bool:
-    return any(a.name == PARTIAL_GRAPH for a in unit.artifacts)
+def _export_outcomes(trace: Trace, calls: list[ExportCall] | None) -> dict[int, str]:
+    """id(unit) → status of the export calls logged under it (the worst of them)."""
+    found: dict[int, str] = {}
+    loose = loose_unit(trace)
+    for call in export_calls(trace) if calls is None else calls:
+        status = {FAILED: ERROR, SUCCEEDED: OK}.get(call.outcome, EXPORT)
+        for unit in call.units or ([loose] if loose is not None else []):
+            if found.get(id(unit)) != ERROR:
+                found[id(unit)] = status
+    return found
 
 
 def _status_fields(meta: dict) -> dict:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..frames import Frame
+from ..frames import user_frame
 from ..handlers import SYMBOLIC_TYPES
 from ..model import CompileUnit, Event
 
@@ -81,37 +81,50 @@ def unit_symbols(unit: CompileUnit) -> UnitSymbols | None:
     events = [(e, e.meta) for e in unit.events if e.type in SYMBOLIC_TYPES]
     if not events:
         return None
-    symbols: dict[str, Symbol] = {}
+    created: list[Symbol] = []
     for event, meta in events:
         name = str(meta.get("symbol", ""))
-        if event.type in CREATE_TYPES and name and name not in symbols:
-            symbols[name] = Symbol(
-                name=name,
-                source=_text(meta.get("source")),
-                value=_text(meta.get("val")),
-                range=_text(meta.get("vr")),
-                unbacked=event.type == "create_unbacked_symbol",
-                site=_site(event, meta),
+        if event.type in CREATE_TYPES and name:
+            created.append(
+                Symbol(
+                    name=name,
+                    source=_text(meta.get("source")),
+                    value=_text(meta.get("val")),
+                    range=_text(meta.get("vr")),
+                    unbacked=event.type == "create_unbacked_symbol",
+                    site=_site(event, meta),
+                )
             )
+    names_created = {c.name for c in created}
+    uncreated: dict[str, Symbol] = {}
     for _, meta in events:
         for name, source in _sources(meta).items():
-            if name not in symbols:  # created before the trace started, or not logged
-                symbols[name] = Symbol(name, source, "", "", False, Site(), created=False)
+            if name not in uncreated and name not in names_created:
+                # created before the trace started, or not logged
+                uncreated[name] = Symbol(name, source, "", "", False, Site(), created=False)
+    # A name created again is a new symbol (torch 2.10+ strict export logs several exports,
+    # each with its own shape environment, under one compile id): a record constrains the
+    # symbol of its name created last before it.
+    current = dict(uncreated)
+    made = iter(created)
     other: list[Constraint] = []
     for event, meta in events:
         if event.type in CREATE_TYPES:
+            if str(meta.get("symbol", "")):
+                symbol = next(made)
+                current[symbol.name] = symbol
             continue
         constraint = _constraint(event, meta)
         if event.type == "symbolic_shape_specialization":
             names = [str(meta.get("symbol", ""))]
         else:
             names = list(dict.fromkeys(_NAME.findall(constraint.expr)))
-        named = [symbols[n] for n in names if n in symbols]
+        named = [current[n] for n in names if n in current]
         for symbol in named:
             symbol.constraints.append(constraint)
         if not named:
             other.append(constraint)
-    return UnitSymbols(unit, list(symbols.values()), other)
+    return UnitSymbols(unit, [*created, *uncreated.values()], other)
 
 
 def _constraint(event: Event, meta: dict[str, Any]) -> Constraint:
@@ -146,9 +159,8 @@ def _sources(meta: dict[str, Any]) -> dict[str, str]:
 
 
 def _site(event: Event, meta: dict[str, Any]) -> Site:
-    user = event.stacks.get("user_stack") or []
-    if user:
-        frame: Frame = user[-1]
+    frame = user_frame(event.stacks)
+    if frame is not None:
         return Site(
             f"{frame.short_filename.rsplit('/', 1)[-1]}:{frame.line}",
             frame.describe(),

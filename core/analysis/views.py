@@ -10,10 +10,13 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Artifact, CompileUnit, Trace
 from ..records import loads_bounded
+
+if TYPE_CHECKING:
+    from .exports import ExportCall
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
 #: torch <= 2.6 puts the reason on a "Reason: Unsupported: ..." line under the location.
@@ -436,6 +439,8 @@ class Failure:
     backward: bool = False
     function_source: str = ""  # where the compiled function starts, when `source` is ""
     subject: str = ""  # the name its title leaves out, or tells it from others ("print")
+    line: int = 0  # the record that says it failed
+    export_call: ExportCall | None = None  # the torch.export call that failed, if one did
 
     @property
     def summary(self) -> str:
@@ -517,6 +522,7 @@ def failures(trace: Trace) -> list[Failure]:
                     f"logs the graph traced so far ({PARTIAL_GRAPH}), not the exception",
                     "",
                     False,
+                    line=next(a.line for a in unit.artifacts if a.name == PARTIAL_GRAPH),
                 )
             )
         for event in unit.metrics:
@@ -527,7 +533,11 @@ def failures(trace: Trace) -> list[Failure]:
             # torch 2.6 logs the recompile limit (a frame's, never a backward's) as bwd metrics
             backward = event.type.startswith("bwd") and fail_type not in _FRAME_LIMITS
             for reason in meta.get("restart_reasons") or []:
-                rows.append(Failure(unit, "RestartAnalysis", str(reason), "", True, backward))
+                rows.append(
+                    Failure(
+                        unit, "RestartAnalysis", str(reason), "", True, backward, line=event.line
+                    )
+                )
             if fail_type:
                 filename = meta.get("fail_user_frame_filename")
                 line = meta.get("fail_user_frame_lineno")
@@ -541,6 +551,7 @@ def failures(trace: Trace) -> list[Failure]:
                         False,
                         backward,
                         function_source="" if source else starts.get(_frame_key(unit), ""),
+                        line=event.line,
                     )
                 )
     _name_subjects([r for r in rows if r.is_restart])

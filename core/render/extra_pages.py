@@ -373,6 +373,8 @@ def export_pages(renderer: ReportRenderer) -> tuple[list[Page], list[Any]]:
         "export_report.md",
         failures=failures,
         counts=Counter(f["type"] for f in failures).most_common(),
+        guards=[_failure_view(renderer, g, 0) for g in report.guards],
+        failed_exports=[c for c in renderer.exports if c.failed],
         program=program,
         types=_TYPES,
     )
@@ -437,6 +439,7 @@ def _failure_view(
         "tree": expr_tree_html(failure.expr_tree) if failure.expr_tree else None,
         "tree_size": sum(1 for _ in failure.expr_tree.walk()) if failure.expr_tree else 0,
         "page_href": failure.page.path if failure.page and failure.page.path else None,
+        "occurrences": failure.occurrences,
     }
 
 
@@ -484,6 +487,7 @@ def export_lead(renderer: ReportRenderer) -> dict[str, Any] | None:
         "counts": list(Counter(f.type for f in report.failures).items()),
         "has_program": report.exported_program is not None,
         "types": _TYPES,
+        "failed_exports": [c for c in renderer.exports if c.failed],
     }
 
 

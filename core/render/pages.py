@@ -22,6 +22,7 @@ from ..analysis import status as status_mod
 from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
 from ..analysis.config import RunConfig
 from ..analysis.export_report import export_failures
+from ..analysis.exports import export_calls, export_of, failures_with_exports
 from ..analysis.graph_size import fx_node_count
 from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
@@ -191,11 +192,16 @@ class ReportRenderer:
     def __init__(self, trace: Trace, *, prefix: str = "") -> None:
         self.trace = trace
         self.prefix = prefix
-        self.statuses = status_mod.statuses(trace)
+        self.exports = export_calls(trace)
+        self._export_of = export_of(self.exports)
+        self.statuses = status_mod.statuses(trace, self.exports)
         self.frames = views.frames(trace)
+        for frame in self.frames:  # an export's "frame" has no function name: it is the call
+            if frame.function == "?" and any(id(u) in self._export_of for u in frame.units):
+                frame.function = "torch.export"
         self.labels = function_labels(self.frames)  # frame titles, told apart
         self.graph_breaks = views.graph_breaks(trace)
-        self.failures = views.failures(trace)
+        self.failures = failures_with_exports(trace, self.exports)
         self.times = compile_times(trace)
         self.recompiles = [r for f in self.frames for r in f.recompiles]
         self._frame_of = {id(u): f for f in self.frames for u in f.units}
@@ -245,6 +251,8 @@ class ReportRenderer:
             return str(name)
         if unit.stack:
             return unit.stack[-1].name
+        if id(unit) in self._export_of:
+            return "torch.export"
         frame = self._frame_of.get(id(unit))
         return frame.function if frame else ""
 
@@ -255,6 +263,9 @@ class ReportRenderer:
         if unit.stack:
             last = unit.stack[-1]
             return f"{last.short_filename}:{last.line}"
+        call = self._export_of.get(id(unit))
+        if call is not None and call.call_site is not None:
+            return f"{call.call_site.short_filename}:{call.call_site.line}"
         return ""
 
     # -- the tree --------------------------------------------------------------------------
@@ -399,7 +410,7 @@ class ReportRenderer:
         recompiled = sorted(
             (f for f in self.frames if f.recompiles), key=lambda f: -len(f.recompiles)
         )
-        trie = compile_trie(units)
+        trie = compile_trie(units, {key: call.call_stack for key, call in self._export_of.items()})
         context = {
             "trace": trace,
             "stats": trace.stats,
@@ -431,7 +442,9 @@ class ReportRenderer:
                 key: label
                 for key, label in status_mod.LABELS.items()
                 if key != status_mod.INTERRUPTED or self.interrupted
+                if key != status_mod.EXPORT or status_mod.EXPORT in self.statuses.values()
             },
+            "exports": self.exports,
             "unit_path": self.unit_path,
             "status": self.status,
             "function_of": self.function_of,
@@ -469,6 +482,8 @@ class ReportRenderer:
             "previous": previous,
             "next": following,
             "failures": failures,
+            "exports": [c for c in self.exports if unit in c.units],
+            "unit_path": self.unit_path,
             "restart_reasons": restart_reasons,
             "graph_breaks": self._breaks_of.get(id(unit), []),
             "interrupted": self._interrupted_of.get(id(unit)),
@@ -482,7 +497,9 @@ class ReportRenderer:
             "artifact_count": len(unit.artifacts),
             "guards": self._guards(unit),
             "symbolic": unit_symbols(unit),
-            "other_events": [_event_row(e) for e in unit.events if not _is_symbolic(e)],
+            "other_events": [
+                _event_row(e) for e in unit.events if not _is_symbolic(e) and e.type != "export"
+            ],
             "event_counts": sorted(unit.event_counts.items()),
             "provenance_links": _extra_pages().unit_links(self, unit),
             "metrics_tables": [
@@ -519,7 +536,11 @@ class ReportRenderer:
 
     def failures_page(self) -> Page:
         md = render_markdown(
-            "failures.md", failures=self.failures, status=self.status, unit_path=self.unit_path
+            "failures.md",
+            failures=self.failures,
+            exports=self.exports,
+            status=self.status,
+            unit_path=self.unit_path,
         )
         return Page("failures.md", md, "Failures and restarts")
 
