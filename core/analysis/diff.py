@@ -57,6 +57,8 @@ _UNCOMPARED = re.compile(
 _RESUME_AT = re.compile(r"^(torch_dynamo_resume_in_.+)_at_\d+$")
 _TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.+)$')
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")
+#: Lines of torch's guard dump that measure the run rather than say what is guarded.
+_GUARD_NOISE = ("Guard latency",)
 _CONFIG_KEYS = ("dynamo_config", "inductor_config", "functorch_config", "compiler_config")
 
 T = TypeVar("T")
@@ -96,7 +98,11 @@ class Compile:
         for unit in reversed(self.units):
             lines = guard_lines(self.trace, unit)
             if lines:
-                return [normalise(_GUARD_COMMENT.sub("", ln)) for ln in lines if ln.strip()]
+                return [
+                    normalise(_GUARD_COMMENT.sub("", ln))
+                    for ln in lines
+                    if ln.strip() and not ln.startswith(_GUARD_NOISE)
+                ]
         return []
 
     def artifacts(self, name: str) -> list[Artifact]:
