@@ -233,3 +233,29 @@ def test_graph_diff_pairs_renamed_nodes_by_target():
     assert [n.target for n in result.added] == ["+"]
     assert [(a.target, b.target) for a, b in result.changed] == [("torch.relu", "torch.tanh")]
     assert result.removed == []
+
+
+def test_two_ranks_of_one_job(tmp_path, capsys):
+    job = Path(__file__).parents[2] / "shared" / "corpus" / "tlparse" / "inputs" / "multi_rank_logs"
+    if not job.is_dir():
+        pytest.skip("the shared corpus is not here")
+    out = tmp_path / "ranks"
+    code = main(["diff", str(job), "--ranks", "0,2", "-o", str(out), "--bundle", "none"])
+    code_quiet = main(["diff", str(job), "--ranks", "0", "-o", str(tmp_path / "x"), "--quiet"])
+    assert code == 0 and code_quiet == 2
+    data = json.loads((out / "diff.json").read_text())
+    assert data["before"]["source"].endswith("rank_0.log")
+    assert data["after"]["source"].endswith("rank_2.log")
+
+
+def test_run_compare_writes_the_diff_beside_the_report(tmp_path, capsys):
+    after = side("newgb", "after")
+    command = ["sh", "-c", f'cp "{after}" "$TORCH_TRACE/dedicated_log_torch_trace_x.log"']
+    out = tmp_path / "report"
+    options = ["-o", str(out), "--bundle", "none", "--no-browser", "--quiet"]
+    code = main(["run", *options, "--compare", side("newgb", "before"), "--", *command])
+    assert code == 0
+    data = json.loads((tmp_path / "report_diff" / "diff.json").read_text())
+    assert data["verdict"] == "worse"
+    assert [b["function"] for b in data["graph_breaks"]["new"]] == ["mix"]
+    assert (out / "index.html").is_file()
