@@ -259,3 +259,22 @@ def test_run_compare_writes_the_diff_beside_the_report(tmp_path, capsys):
     assert data["verdict"] == "worse"
     assert [b["function"] for b in data["graph_breaks"]["new"]] == ["mix"]
     assert (out / "index.html").is_file()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_summary_and_compile_page_in_the_browser(tmp_path, open_site):
+    out = tmp_path / "site"
+    args = ["diff", side("gbfix", "before"), side("gbfix", "after"), "-o", str(out)]
+    assert main([*args, "--bundle", "none", "--no-browser", "--quiet"]) == 0
+    page, report = open_site(out / "index.html")
+    fixed = page.locator("h3", has_text="Fixed (1)")
+    assert fixed.is_visible()
+    assert "Failed to trace builtin operator" in page.locator("table").nth(1).inner_text()
+    page.get_by_role("link", name="[1/0] → [1/0]").first.click()
+    page.wait_for_load_state()
+    assert page.url.endswith("compiles/1_0.html")
+    added = page.get_by_text("sum_1 = y.sum")
+    assert added.first.is_visible()
+    assert report.console_errors == [] and report.outside_requests == []
+    assert report.dialogs == []

@@ -160,6 +160,11 @@ class Frame:
     def label(self) -> str:
         return f"{function_identity(self.function)} ({base_name(self.file) or '?'})"
 
+    @property
+    def timed(self) -> bool:
+        """Every compile logged its metrics: a compile the log ends in has no time to compare."""
+        return all(c.status not in ("missing", "interrupted") for c in self.compiles)
+
 
 def _frames(trace: Trace) -> list[Frame]:
     status = statuses(trace)
@@ -847,7 +852,8 @@ def _findings(diff: TraceDiff) -> tuple[list[Finding], list[Finding]]:
                 else:
                     better.append(Finding("status", text, 1, pair.page))
         sb, sa = frame.seconds
-        if sb is not None and sa is not None and _time_changed(sb, sa):
+        timed = frame.before and frame.after and frame.before.timed and frame.after.timed
+        if timed and sb is not None and sa is not None and _time_changed(sb, sa):
             text = f"compile time of {frame.label}: {sb:.2f} s → {sa:.2f} s"
             (worse if sa > sb else better).append(Finding("compile_time", text, abs(sa - sb)))
         if frame.before is None:
