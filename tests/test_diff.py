@@ -278,3 +278,17 @@ def test_summary_and_compile_page_in_the_browser(tmp_path, open_site):
     assert added.first.is_visible()
     assert report.console_errors == [] and report.outside_requests == []
     assert report.dialogs == []
+
+
+def test_a_cut_log_is_compared_and_its_damage_said(tmp_path, capsys):
+    whole = Path(side("gbfix", "before")).read_bytes()
+    cut = tmp_path / "cut.log"
+    cut.write_bytes(whole[: whole.rindex(b"\n", 0, len(whole) // 2) + 1] + b'V1124 {"dyn')
+    out = tmp_path / "d"
+    args = ["diff", side("gbfix", "before"), str(cut), "-o", str(out), "--bundle", "none"]
+    assert main([*args, "--no-browser", "--quiet", "--strict"]) == 3
+    assert "--strict: a side has damaged input" in capsys.readouterr().err
+    data = json.loads((out / "diff.json").read_text())
+    assert data["before"]["parse"]["clean"] is True
+    assert data["after"]["parse"]["clean"] is False and data["after"]["parse"]["problem"]
+    assert "Parse health" in (out / "index.html").read_text()
