@@ -37,6 +37,9 @@ SCHEMA = "tlsite.diff/1"
 #: two runs of one program differ by that much.
 NOISE_SHARE = 0.10
 MIN_SECONDS = 0.5
+#: Above this many (BEFORE, AFTER) compile combinations in one frame (a recompile storm),
+#: compiles are paired in order: comparing every pair's guards would be quadratic.
+MAX_GUARD_PAIRINGS = 40_000
 #: Graphs compared on a compile's page, in the order a compile logs them.
 GRAPHS = (
     "dynamo_output_graph",
@@ -259,11 +262,13 @@ def pair_by_key(
 def pair_compiles(
     before: list[Compile], after: list[Compile]
 ) -> list[tuple[Compile | None, Compile | None]]:
-    """Compiles of one matched frame: in order when both sides have as many, else each
-    AFTER compile with the free BEFORE compile whose guards it shares most (earliest on a
-    tie, none when it shares none)."""
-    if len(before) == len(after):
-        return list(zip(before, after, strict=True))
+    """Compiles of one matched frame: in order when both sides have as many (or in a
+    recompile storm), else each AFTER compile with the free BEFORE compile whose guards it
+    shares most (earliest on a tie, none when it shares none)."""
+    if len(before) == len(after) or len(before) * len(after) > MAX_GUARD_PAIRINGS:
+        rows: list[tuple[Compile | None, Compile | None]] = list(zip(before, after, strict=False))
+        rows += [(b, None) for b in before[len(after) :]]
+        return rows + [(None, a) for a in after[len(before) :]]
     guards_before = [set(c.guards()) for c in before]
     free = list(range(len(before)))
     chosen: dict[int, int] = {}
@@ -278,7 +283,7 @@ def pair_compiles(
         if best is not None and score > 0:
             chosen[best] = j
             free.remove(best)
-    rows: list[tuple[Compile | None, Compile | None]] = []
+    rows = []
     placed = set()
     for i, compile_ in enumerate(before):
         if i in chosen:
