@@ -292,3 +292,30 @@ def test_a_cut_log_is_compared_and_its_damage_said(tmp_path, capsys):
     assert data["before"]["parse"]["clean"] is True
     assert data["after"]["parse"]["clean"] is False and data["after"]["parse"]["problem"]
     assert "Parse health" in (out / "index.html").read_text()
+
+
+def test_hostile_strings_in_both_sides_are_shown_as_text(tmp_path):
+    from corpus import trace_lines
+    from test_hostile_trace import CID0, hostile, hostile_trace, scan
+
+    before = tmp_path / "before.log"
+    before.write_text(hostile_trace(), encoding="utf-8")
+    after = tmp_path / "after.log"
+    changed = [
+        trace_lines({"dynamo_output_graph": {}, **CID0}, f"{hostile('n1')} = {hostile('t1')}(x)"),
+        trace_lines({"inductor_output_code": {"filename": "/tmp/ioc9.py"}, **CID0}, hostile("c2")),
+    ]
+    after.write_text(hostile_trace() + "".join(changed), encoding="utf-8")
+    out = tmp_path / "d"
+    assert main(["diff", str(before), str(after), "-o", str(out), "--no-browser", "--quiet"]) == 0
+    pages = [p for p in out.rglob("*.html") if "assets" not in p.parts]
+    assert len(pages) >= 3  # the summary, the 404 page and a compile page
+    problems = []
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        problems += [f"{page.name}: {f}" for f in scan(html).found]
+        if page.name != "404.html":
+            assert 'http-equiv="Content-Security-Policy"' in html
+    assert problems == []
+    compile_page = (out / "compiles" / "0_0.html").read_text()  # frame 0's first compile
+    assert "c2-end" in compile_page and "<script>alert" not in compile_page
