@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     from tlsite.core.analysis.diff import TraceDiff
     from tlsite.core.redact import Redactor
 
+MANIFEST_NOTE = (
+    "A tlsite diff: a static website comparing two PyTorch TORCH_TRACE logs (what changed "
+    "between the runs). Open index.html in a browser (it works from disk, offline); diff.json "
+    "holds the same facts. It shows guards, graphs, generated code, file names and config "
+    "values of both runs. Share it knowingly."
+)
 #: ``--fail-on`` found AFTER worse than BEFORE (the site was still written).
 EXIT_REGRESSED = 4
 
@@ -147,7 +153,7 @@ def run_diff(
             def make_site(site: Path, _on_file: Any) -> tuple[str, dict[str, Any]]:
                 bar.stage("Writing pages")
                 build_diff_site(diff, site)
-                extra: dict[str, Any] = {"diff": {"before": before[0], "after": after[0]}}
+                extra: dict[str, Any] = {"note": MANIFEST_NOTE}
                 if redactor is not None:
                     extra["redaction"] = redaction_summary(redactor)
                 return f"{diff.before.source} → {diff.after.source}", extra
