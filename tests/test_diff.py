@@ -319,3 +319,20 @@ def test_hostile_strings_in_both_sides_are_shown_as_text(tmp_path):
     assert problems == []
     compile_page = (out / "compiles" / "0_0.html").read_text()  # frame 0's first compile
     assert "c2-end" in compile_page and "<script>alert" not in compile_page
+
+
+def test_across_torch_versions_reworded_reasons_are_the_same_break():
+    old = load(TRACES / "torch-2.6" / "graph_breaks.log")
+    new = load(TRACES / "torch-2.15" / "graph_breaks.log")
+    diff = diff_traces(old, new)
+    assert diff.graph_breaks.new == [] and diff.graph_breaks.fixed == []
+    pairs = {(b.reason, a.reason) for b, a in diff.graph_breaks.unchanged}
+    assert ("Data-dependent jump", "Data-dependent branching") in pairs
+    assert len(pairs) == 4
+    # the recompile limit is one failure, however each torch names it
+    limits = diff_traces(
+        load(TRACES / "torch-2.6" / "recompiles.log"),
+        load(TRACES / "torch-2.15" / "recompiles.log"),
+    )
+    assert limits.failures.new == [] and limits.failures.fixed == []
+    assert len(limits.failures.unchanged) == 1

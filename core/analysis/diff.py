@@ -22,7 +22,7 @@ import difflib
 import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ..model import Artifact, CompileUnit, Trace
@@ -40,6 +40,8 @@ MIN_SECONDS = 0.5
 #: Above this many (BEFORE, AFTER) compile combinations in one frame (a recompile storm),
 #: compiles are paired in order: comparing every pair's guards would be quadratic.
 MAX_GUARD_PAIRINGS = 40_000
+#: Attempts of one compile searched for the function's name.
+MAX_ATTEMPTS_LOOKED_AT = 8
 #: Graphs compared on a compile's page, in the order a compile logs them.
 GRAPHS = (
     "dynamo_output_graph",
@@ -224,28 +226,31 @@ def _frame(
 def pair_by_key(
     before: Sequence[T],
     after: Sequence[T],
-    key: Callable[[T], Hashable],
+    key: Callable[[T], Hashable | None],
     *,
     prefer: Callable[[T], Hashable] | None = None,
 ) -> tuple[list[tuple[T, T]], list[T], list[T]]:
-    """Pair items of equal ``key``: first those whose ``prefer`` also matches, then in order.
+    """Pair items of equal ``key`` (None: never paired): first those whose ``prefer`` also
+    matches, then in order.
 
-    Returns the pairs (in AFTER order), the unpaired BEFORE and the unpaired AFTER items.
+    Returns the pairs (in BEFORE order), the unpaired BEFORE and the unpaired AFTER items.
     """
     free: dict[Hashable, list[int]] = {}
     for index, item in enumerate(before):
-        free.setdefault(key(item), []).append(index)
+        mine = key(item)
+        if mine is not None:
+            free.setdefault(mine, []).append(index)
     chosen: dict[int, int] = {}  # after index → before index
     if prefer is not None:
         for j, item in enumerate(after):
-            bucket = free.get(key(item), [])
+            bucket = free.get(key(item), []) if key(item) is not None else []
             wanted = prefer(item)
             hit = next((i for i in bucket if prefer(before[i]) == wanted), None)
             if hit is not None:
                 bucket.remove(hit)
                 chosen[j] = hit
     for j, item in enumerate(after):
-        if j in chosen:
+        if j in chosen or key(item) is None:
             continue
         bucket = free.get(key(item), [])
         if bucket:
@@ -323,6 +328,16 @@ class BreakSite:
         return (self.reason, base_name(self.file), function_identity(self.function))
 
     @property
+    def code_key(self) -> tuple[str, str] | None:
+        """The same line of code, however torch words the reason."""
+        return (base_name(self.file), self.source) if self.source else None
+
+    @property
+    def line_key(self) -> tuple[str, int] | None:
+        """The same line number (for an old torch that logs no source line)."""
+        return (base_name(self.file), self.line) if self.file and self.line else None
+
+    @property
     def where(self) -> str:
         line = "" if self.line is None else f":{self.line}"
         return f"{base_name(self.file)}{line}" if self.file else "(location not logged)"
@@ -339,7 +354,7 @@ class BreakSite:
         }
 
 
-def _break_site(gb: GraphBreak) -> BreakSite:
+def _break_site(trace: Trace, gb: GraphBreak) -> BreakSite:
     filename, _, line = gb.location.rpartition(":")
     function, source = "", ""
     lines = gb.user_stack.split("\n")
@@ -352,8 +367,7 @@ def _break_site(gb: GraphBreak) -> BreakSite:
             if not filename:
                 filename, line = match["file"], match["line"]
     if not function and gb.units:
-        unit = gb.units[0]
-        function = str(unit.metric("co_name") or (unit.stack[-1].name if unit.stack else ""))
+        function = _function_of(trace, gb.units[0])
     return BreakSite(
         reason=gb.reason,
         file=filename,
@@ -366,16 +380,34 @@ def _break_site(gb: GraphBreak) -> BreakSite:
     )
 
 
+def _function_of(trace: Trace, unit: CompileUnit) -> str:
+    """The function a compile traced: its ``co_name`` or another attempt's (torch <= 2.5
+    logs it on the restarted attempt only), else the last frame of its stack."""
+    for attempt in range(MAX_ATTEMPTS_LOOKED_AT):
+        other = trace.units.get(replace(unit.id, attempt=attempt)) if unit.id else None
+        name = (other or unit).metric("co_name")
+        if name:
+            return str(name)
+        if other is None:
+            break
+    return unit.stack[-1].name if unit.stack else ""
+
+
 @dataclass
 class FailureSite:
     kind: str
     summary: str
     file: str
     compile_id: str
+    frame: str  # the function and file of the compile that failed
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.kind, re.sub(r"\d+", "N", normalise(self.summary)), base_name(self.file))
+
+    @property
+    def frame_key(self) -> str:
+        return self.frame
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -386,10 +418,16 @@ class FailureSite:
         }
 
 
-def _failure_site(failure: Failure) -> FailureSite:
+def _failure_site(trace: Trace, failure: Failure) -> FailureSite:
     where = failure.source or failure.function_source
+    unit = failure.unit
+    frame_file = str(unit.metric("co_filename") or (unit.stack[-1].filename if unit.stack else ""))
     return FailureSite(
-        failure.kind, failure.headline, where.rpartition(":")[0] or where, failure.unit.display
+        failure.kind,
+        failure.headline,
+        where.rpartition(":")[0] or where,
+        unit.display,
+        f"{function_identity(_function_of(trace, unit))} ({base_name(frame_file)})",
     )
 
 
@@ -402,8 +440,19 @@ class Matched(Generic[T]):
     new: list[T]  # only AFTER
 
 
-def _match(before: list[T], after: list[T], key: Callable[[T], Hashable], **kw: Any) -> Matched[T]:
-    return Matched(*pair_by_key(before, after, key, **kw))
+def _match(
+    before: list[T],
+    after: list[T],
+    keys: Sequence[Callable[[T], Hashable | None]],
+    *,
+    prefer: Callable[[T], Hashable] | None = None,
+) -> Matched[T]:
+    """Pair by the first key (``prefer`` first), then what is left by each next key."""
+    unchanged: list[tuple[T, T]] = []
+    for level, key in enumerate(keys):
+        pairs, before, after = pair_by_key(before, after, key, prefer=prefer if not level else None)
+        unchanged += pairs
+    return Matched(unchanged, before, after)
 
 
 @dataclass
@@ -705,7 +754,7 @@ def diff_traces(before: Trace, after: Trace) -> TraceDiff:
     """Compare BEFORE with AFTER (each a loaded trace)."""
     frames_before, frames_after = _frames(before), _frames(after)
     matched = _match(
-        frames_before, frames_after, lambda f: f.identity, prefer=lambda f: f.source or None
+        frames_before, frames_after, [lambda f: f.identity], prefer=lambda f: f.source or None
     )
     pairs: list[FramePair] = [FramePair(b, a) for b, a in matched.unchanged]
     pairs += [FramePair(b, None) for b in matched.fixed]
@@ -719,16 +768,27 @@ def diff_traces(before: Trace, after: Trace) -> TraceDiff:
         for index, (b, a) in enumerate(compiles):
             page = f"compiles/{number}_{index}.md" if b and a else ""
             frame.compiles.append(CompilePair(frame, b, a, page))
-    breaks = _match(
-        [_break_site(gb) for gb in before.graph_breaks],
-        [_break_site(gb) for gb in after.graph_breaks],
+    # across torch versions a reason is worded anew: the same code line (or line) is the
+    # same break, and a failure of the same compile the same failure
+    other_torch = before.torch_version != after.torch_version
+    break_keys: list[Callable[[BreakSite], Hashable | None]] = [
         lambda s: s.key,
+        lambda s: s.code_key,
+    ]
+    fail_keys: list[Callable[[FailureSite], Hashable | None]] = [lambda s: s.key]
+    if other_torch:
+        break_keys.append(lambda s: s.line_key)
+        fail_keys.append(lambda s: s.frame_key)
+    breaks = _match(
+        [_break_site(before, gb) for gb in before.graph_breaks],
+        [_break_site(after, gb) for gb in after.graph_breaks],
+        break_keys,
         prefer=lambda s: s.source or None,
     )
     fails = _match(
-        [_failure_site(f) for f in before.failures if not f.is_restart],
-        [_failure_site(f) for f in after.failures if not f.is_restart],
-        lambda s: s.key,
+        [_failure_site(before, f) for f in before.failures if not f.is_restart],
+        [_failure_site(after, f) for f in after.failures if not f.is_restart],
+        fail_keys,
     )
     diff = TraceDiff(
         before=_side(before, frames_before),
