@@ -15,9 +15,14 @@ from typing import Any
 
 from mkdocs.plugins import BasePlugin
 
-from tlsite.core.analysis.diff import TraceDiff
+from tlsite.core import ResolvedInput, load_source
+from tlsite.core.analysis.diff import TraceDiff, diff_traces
+from tlsite.core.analysis.divergence import MultiRankReport
 from tlsite.core.cleanup import scratch_folder
+from tlsite.core.model import Trace
+from tlsite.core.redact import Redactor
 from tlsite.core.render.diff_pages import render_pages
+from tlsite.core.render.templating import render_markdown
 
 from .csp import add_csp, add_csp_to_template
 from .site_config import build_site, site_config
@@ -68,3 +73,66 @@ def build_diff_site(diff: TraceDiff, site_dir: Path) -> int:
         policy.load_config({})
         build_site(config, config_dir=scratch, extra_plugins={"tlsite_csp": policy})
     return len(pages)
+
+
+#: Rank pairs of a multi-rank job compared on its landing page (each is a site of its own),
+#: and the most log bytes read again for them: the ranks' models are gone by then.
+MAX_RANK_DIFFS = 4
+MAX_RANK_DIFF_BYTES = 512 * 1024 * 1024
+
+
+def diverging_pairs(report: MultiRankReport) -> list[tuple[int, int]]:
+    """(first rank of the largest group, first rank of another group) for each way the ranks
+    diverged in what they compiled, cached, scheduled or described, without repeats."""
+    pairs: list[tuple[int, int]] = []
+    comparisons = (report.compile_ids, report.cache, report.collectives, report.tensor_meta)
+    for comparison in comparisons:
+        if not comparison.divergent:
+            continue
+        for group in comparison.groups[1:]:
+            pair = (comparison.groups[0][0], group[0])
+            if pair not in pairs:
+                pairs.append(pair)
+    return pairs[:MAX_RANK_DIFFS]
+
+
+def build_rank_diffs(
+    resolved: ResolvedInput,
+    report: MultiRankReport,
+    site_dir: Path,
+    *,
+    export_mode: bool | None = None,
+    redactor: Redactor | None = None,
+) -> str:
+    """Write ``diff_<a>_<b>/`` for each diverging pair of ranks (their logs read again, one
+    pair at a time, up to :data:`MAX_RANK_DIFF_BYTES`); returns the landing page's section
+    linking them ("" when none). ``redactor``: the one the logs are read through, whose
+    stats keep describing the ranks' own pass."""
+    logs = {log.rank: log for log in resolved.logs}
+    made = []
+    budget = MAX_RANK_DIFF_BYTES
+    kept = redactor.stats if redactor is not None else None
+    for a, b in diverging_pairs(report):
+        if a not in logs or b not in logs:
+            continue
+        size = (logs[a].size_hint or 0) + (logs[b].size_hint or 0)
+        if size > budget:
+            continue
+        budget -= size
+        traces: list[Trace] = []
+        try:
+            for rank in (a, b):
+                traces.append(load_source(logs[rank], export_mode=export_mode))
+            if any(t.stats.not_a_trace() for t in traces):
+                continue
+            diff = diff_traces(traces[0], traces[1])
+            build_diff_site(diff, site_dir / f"diff_{a}_{b}")
+        finally:
+            for trace in traces:
+                trace.close()
+        made.append((a, b, diff))
+    if redactor is not None and kept is not None:
+        redactor.stats = kept
+    if not made:
+        return ""
+    return render_markdown("diff_rank_links.md", pairs=made)

@@ -336,3 +336,21 @@ def test_across_torch_versions_reworded_reasons_are_the_same_break():
     )
     assert limits.failures.new == [] and limits.failures.fixed == []
     assert len(limits.failures.unchanged) == 1
+
+
+@pytest.mark.slow
+def test_multi_rank_landing_links_each_diverging_pair_to_its_diff(tmp_path):
+    from tlsite.cli import build
+
+    job = Path(__file__).parents[2] / "shared" / "corpus" / "tlparse" / "inputs" / "multi_rank_logs"
+    if not job.is_dir():
+        pytest.skip("the shared corpus is not here")
+    site = build(str(job), tmp_path / "site", bundle="none").site
+    landing = (site / "index.html").read_text()
+    assert "Diverging ranks compared" in landing
+    # ranks 1 and 3 compiled what rank 0 did not: each is compared with rank 0
+    for other in (1, 3):
+        assert f'href="diff_0_{other}/index.html"' in landing
+        data = json.loads((site / f"diff_0_{other}" / "diff.json").read_text())
+        assert data["before"]["source"].endswith("rank_0.log")
+        assert data["after"]["recompiles"] > data["before"]["recompiles"]
