@@ -78,7 +78,7 @@ def build_diff_site(diff: TraceDiff, site_dir: Path) -> int:
 #: Rank pairs of a multi-rank job compared on its landing page (each is a site of its own),
 #: and the most log bytes read again for them: the ranks' models are gone by then.
 MAX_RANK_DIFFS = 4
-MAX_RANK_DIFF_BYTES = 512 * 1024 * 1024
+MAX_RANK_DIFF_BYTES = 256 * 1024 * 1024
 
 
 def diverging_pairs(report: MultiRankReport) -> list[tuple[int, int]]:
