@@ -136,10 +136,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--compare",
         metavar="OLD_TRACE",
-        help="then also write the diff of OLD_TRACE against this run into DIR_diff",
+        help="then also write the diff of OLD_TRACE against this run into DIR_diff "
+        "(with --fail-on: exit 4 when this run regressed)",
     )
-    from tlsite.diff_command import add_diff_parser
+    from tlsite.diff_command import add_diff_parser, add_fail_on
 
+    add_fail_on(run)
     add_diff_parser(commands, _add_site_options, _add_trace_options)
     return parser
 
@@ -483,6 +485,8 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     from tlsite.run_command import CommandError, new_trace_dir, run_traced, traced_ranks
 
     out = Path(args.out).resolve()
+    if args.fail_on and not args.compare:
+        return _fail("--fail-on needs --compare OLD_TRACE", EXIT_USAGE)
     problem = _output_problem(args, [args.trace_dir] if args.trace_dir else [])
     if problem is not None:
         return _fail(problem, EXIT_USAGE)

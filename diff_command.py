@@ -53,14 +53,29 @@ def add_diff_parser(commands: Any, add_site_options: Any, add_trace_options: Any
         metavar="A,B",
         help="compare rank A with rank B of one job (the folder BEFORE, or BEFORE and AFTER)",
     )
-    diff.add_argument(
-        "--fail-on",
-        metavar="CHECKS",
-        help="exit 4 when AFTER regresses: graph-breaks,recompiles,failures,compile-time=+20%%",
-    )
+    add_fail_on(diff)
     add_site_options(diff)
     add_trace_options(diff)
     diff.set_defaults(out="tl_diff")
+
+
+def add_fail_on(parser: argparse.ArgumentParser) -> None:
+    """``--fail-on CHECKS`` (checked as the arguments are parsed: a typo stops at once)."""
+    parser.add_argument(
+        "--fail-on",
+        metavar="CHECKS",
+        type=_fail_on,
+        help="exit 4 when AFTER regresses: graph-breaks,recompiles,failures,compile-time=+20%%",
+    )
+
+
+def _fail_on(text: str) -> dict[str, float]:
+    from tlsite.core.analysis.diff import parse_fail_on
+
+    try:
+        return parse_fail_on(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-on: ")) from None
 
 
 @dataclass
@@ -179,12 +194,10 @@ def diff_command(args: argparse.Namespace) -> int:
         _redactor,
     )
     from tlsite.core import InputError
-    from tlsite.core.analysis.diff import failed_checks, parse_fail_on
     from tlsite.core.output import OutputRefused
 
     try:
         before, before_rank, after, after_rank = sides(args)
-        checks = parse_fail_on(args.fail_on) if args.fail_on else {}
     except ValueError as exc:
         return _fail(str(exc), EXIT_USAGE)
     problem = _output_problem(args, [before, after])
@@ -211,16 +224,23 @@ def diff_command(args: argparse.Namespace) -> int:
         say(summary_text(outcome))
     if not args.no_browser and _can_open_browser():
         webbrowser.open((outcome.site / "index.html").resolve().as_uri())
-    failed = failed_checks(outcome.diff, checks)
-    if failed:
-        for line in failed:
-            print(f"tlsite: --fail-on {line}", file=sys.stderr)
+    if regressed(outcome.diff, args.fail_on):
         return EXIT_REGRESSED
     d = outcome.diff
     if args.strict and not (d.before.clean and d.after.clean):
         print(f"tlsite: --strict: a side has damaged input; exit {EXIT_STRICT}", file=sys.stderr)
         return EXIT_STRICT
     return EXIT_OK
+
+
+def regressed(diff: TraceDiff, checks: dict[str, float] | None) -> bool:
+    """Whether AFTER fails a ``--fail-on`` check; each failed check is said on stderr."""
+    from tlsite.core.analysis.diff import failed_checks
+
+    failed = failed_checks(diff, checks or {})
+    for line in failed:
+        print(f"tlsite: --fail-on {line}", file=sys.stderr)
+    return bool(failed)
 
 
 def summary_text(outcome: DiffOutcome) -> str:
@@ -265,4 +285,4 @@ def diff_after_run(args: argparse.Namespace, trace_dir: Path, out: Path) -> int:
         return _fail(f"--compare: {exc}", EXIT_FAILED)
     if not args.quiet:
         say(summary_text(outcome))
-    return 0
+    return EXIT_REGRESSED if regressed(outcome.diff, args.fail_on) else 0

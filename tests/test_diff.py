@@ -181,6 +181,10 @@ def test_cli_fail_on_exit_code(tmp_path, capsys):
     fixed = ["diff", side("gbfix", "before"), side("gbfix", "after"), "--bundle", "none"]
     fixed += ["--no-browser", "--quiet", "--fail-on", "graph-breaks,failures"]
     assert main([*fixed, "-o", str(tmp_path / "b")]) == 0
+    with pytest.raises(SystemExit) as typo:  # before anything is read
+        main([*args[:-1], "graph-brakes", "-o", str(tmp_path / "c")])
+    assert typo.value.code == 2 and "unknown check 'graph-brakes'" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
 
 
 @pytest.mark.parametrize("bad_side", [0, 1])
@@ -257,6 +261,8 @@ def test_run_compare_writes_the_diff_beside_the_report(tmp_path, capsys):
     assert code == 0
     data = json.loads((tmp_path / "report_diff" / "diff.json").read_text())
     assert data["verdict"] == "worse"
+    gated = ["--overwrite", "--compare", side("newgb", "before"), "--fail-on", "graph-breaks"]
+    assert main(["run", *options, *gated, "--", *command]) == 4
     assert [b["function"] for b in data["graph_breaks"]["new"]] == ["mix"]
     assert (out / "index.html").is_file()
 
