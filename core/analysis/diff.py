@@ -40,6 +40,9 @@ MIN_SECONDS = 0.5
 #: Above this many (BEFORE, AFTER) compile combinations in one frame (a recompile storm),
 #: compiles are paired in order: comparing every pair's guards would be quadratic.
 MAX_GUARD_PAIRINGS = 40_000
+#: Compile pairs given a page of their own; beyond it (a recompile storm) only those whose
+#: status changed, the rest are in the summary's table and diff.json.
+MAX_COMPILE_PAGES = 300
 #: Attempts of one compile searched for the function's name.
 MAX_ATTEMPTS_LOOKED_AT = 8
 #: Graphs compared on a compile's page, in the order a compile logs them.
@@ -760,13 +763,17 @@ def diff_traces(before: Trace, after: Trace) -> TraceDiff:
     pairs += [FramePair(b, None) for b in matched.fixed]
     pairs += [FramePair(None, a) for a in matched.new]
     pairs.sort(key=_frame_order)
+    pages = 0
     for number, frame in enumerate(pairs):
         compiles = pair_compiles(
             frame.before.compiles if frame.before else [],
             frame.after.compiles if frame.after else [],
         )
         for index, (b, a) in enumerate(compiles):
-            page = f"compiles/{number}_{index}.md" if b and a else ""
+            page = ""
+            if b and a and (pages < MAX_COMPILE_PAGES or b.status != a.status):
+                page = f"compiles/{number}_{index}.md"
+                pages += 1
             frame.compiles.append(CompilePair(frame, b, a, page))
     # across torch versions a reason is worded anew: the same code line (or line) is the
     # same break, and a failure of the same compile the same failure
@@ -779,20 +786,23 @@ def diff_traces(before: Trace, after: Trace) -> TraceDiff:
     if other_torch:
         break_keys.append(lambda s: s.line_key)
         fail_keys.append(lambda s: s.frame_key)
+    breaks_before, breaks_after = before.graph_breaks, after.graph_breaks
+    fails_before = [f for f in before.failures if not f.is_restart]
+    fails_after = [f for f in after.failures if not f.is_restart]
     breaks = _match(
-        [_break_site(before, gb) for gb in before.graph_breaks],
-        [_break_site(after, gb) for gb in after.graph_breaks],
+        [_break_site(before, gb) for gb in breaks_before],
+        [_break_site(after, gb) for gb in breaks_after],
         break_keys,
         prefer=lambda s: s.source or None,
     )
     fails = _match(
-        [_failure_site(before, f) for f in before.failures if not f.is_restart],
-        [_failure_site(after, f) for f in after.failures if not f.is_restart],
+        [_failure_site(before, f) for f in fails_before],
+        [_failure_site(after, f) for f in fails_after],
         fail_keys,
     )
     diff = TraceDiff(
-        before=_side(before, frames_before),
-        after=_side(after, frames_after),
+        before=_side(before, frames_before, len(breaks_before), len(fails_before)),
+        after=_side(after, frames_after, len(breaks_after), len(fails_after)),
         frames=pairs,
         graph_breaks=breaks,
         failures=fails,
@@ -812,7 +822,7 @@ def _frame_order(frame: FramePair) -> tuple[Any, ...]:
     return (1, frame.before.compiles[0].unit.order if frame.before.compiles else 0)
 
 
-def _side(trace: Trace, frames_: list[Frame]) -> SideFacts:
+def _side(trace: Trace, frames_: list[Frame], graph_breaks: int, failures: int) -> SideFacts:
     cache: Counter[str] = Counter()
     for unit in trace.units.values():
         for artifact in unit.artifacts:
@@ -828,30 +838,29 @@ def _side(trace: Trace, frames_: list[Frame]) -> SideFacts:
         frames=len(frames_),
         seconds=sum(f.seconds for f in frames_),
         cache={k: cache[k] for k in ("hit", "miss", "bypass")},
-        graph_breaks=len(trace.graph_breaks),
+        graph_breaks=graph_breaks,
         recompiles=sum(f.recompiles for f in frames_),
-        failures=sum(1 for f in trace.failures if not f.is_restart),
+        failures=failures,
     )
 
 
 def _config(trace: Trace) -> dict[str, Any]:
-    """The configs the first compile logs (``dynamo_config`` ...), flattened to
-    ``dynamo_config.key``."""
+    """The configs the first compile that logs any (``dynamo_config`` ...) logs, flattened
+    to ``dynamo_config.key`` (every compile logs the same: the first is read only)."""
     flat: dict[str, Any] = {}
     for unit in trace.units.values():
         for event in unit.compilation_metrics:
             meta = event.meta
             for name in _CONFIG_KEYS:
                 value = meta.get(name)
-                if not isinstance(value, str) or any(k.startswith(f"{name}.") for k in flat):
-                    continue
                 try:
-                    parsed = loads_bounded(value)
+                    parsed = loads_bounded(value) if isinstance(value, str) else None
                 except ValueError:
                     continue
                 if isinstance(parsed, dict):
-                    for key, item in parsed.items():
-                        flat[f"{name}.{key}"] = item
+                    flat.update((f"{name}.{key}", item) for key, item in parsed.items())
+            if flat:
+                return flat
     return flat
 
 

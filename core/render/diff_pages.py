@@ -48,6 +48,7 @@ def render_summary(diff: TraceDiff) -> str:
             key=lambda f: -max(abs((f.seconds[1] or 0.0) - (f.seconds[0] or 0.0)), 0.0),
         ),
         pages=diff.compile_pages,
+        matched_compiles=sum(1 for c in compiles if c.before and c.after),
         compiles=compiles[:MAX_COMPILE_ROWS],
         compiles_left_out=max(0, len(compiles) - MAX_COMPILE_ROWS),
         **_labels(),
