@@ -360,3 +360,16 @@ def test_multi_rank_landing_links_each_diverging_pair_to_its_diff(tmp_path):
         data = json.loads((site / f"diff_0_{other}" / "diff.json").read_text())
         assert data["before"]["source"].endswith("rank_0.log")
         assert data["after"]["recompiles"] > data["before"]["recompiles"]
+
+
+def test_a_recompile_storm_gets_a_bounded_number_of_compile_pages(monkeypatch):
+    from tlsite.core.analysis import diff as diff_module
+    from tlsite.core.render.diff_pages import render_pages
+
+    monkeypatch.setattr(diff_module, "MAX_COMPILE_PAGES", 2)
+    trace = TRACES / "recompiles" / "recompiles.log"
+    diff = diff_traces(load(trace), load(trace))
+    matched = [c for f in diff.frames for c in f.compiles if c.before and c.after]
+    assert len(matched) == 6 and len(diff.compile_pages) == 2
+    summary = render_pages(diff)[0].markdown
+    assert "6 matched](#compiles) (2 with a page)" in summary
