@@ -373,3 +373,12 @@ def test_a_recompile_storm_gets_a_bounded_number_of_compile_pages(monkeypatch):
     assert len(matched) == 6 and len(diff.compile_pages) == 2
     summary = render_pages(diff)[0].markdown
     assert "6 matched](#compiles) (2 with a page)" in summary
+
+
+def test_compile_time_gate_ignores_noise_but_not_a_real_slowdown():
+    noisy = compare("gbfix", "gbfix")  # 0.74 s → 0.93 s: +26% but 0.19 s
+    assert noisy.seconds_share > 0.2
+    assert failed_checks(noisy, {"compile-time": 0.2}) == []
+    slower = compare("dynamic", "dynamic", "after", "before")  # 12.6 s → 18.1 s
+    [message] = failed_checks(slower, {"compile-time": 0.2})
+    assert message.startswith("compile-time: 12.64 s → 18.10 s (+43%)")

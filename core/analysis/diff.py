@@ -957,7 +957,8 @@ FAIL_ON = ("graph-breaks", "recompiles", "failures", "compile-time")
 def parse_fail_on(text: str) -> dict[str, float]:
     """``graph-breaks,recompiles,compile-time=+20%`` → {check: threshold}; raises ValueError.
 
-    Only compile-time takes a threshold (a percentage; default +10%).
+    Only compile-time takes a threshold (a percentage; default +10%); an increase under
+    :data:`MIN_SECONDS` never fails it (two runs of one program differ by that much).
     """
     checks: dict[str, float] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -994,7 +995,7 @@ def failed_checks(diff: TraceDiff, checks: dict[str, float]) -> list[str]:
         failed.append(f"failures: {len(diff.failures.new)} new")
     if "compile-time" in checks:
         limit = diff.before.seconds * (1 + checks["compile-time"])
-        if diff.after.seconds > limit and diff.seconds_change > 0:
+        if diff.after.seconds > limit and diff.seconds_change >= MIN_SECONDS:
             share = diff.seconds_share
             percent = "" if share is None else f" ({100 * share:+.0f}%)"
             failed.append(
