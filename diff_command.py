@@ -57,6 +57,13 @@ def add_diff_parser(commands: Any, add_site_options: Any, add_trace_options: Any
     add_site_options(diff)
     add_trace_options(diff)
     diff.set_defaults(out="tl_diff")
+    for action in diff._actions:  # the shared options, said for a diff
+        if action.dest == "out":
+            action.help = "site folder (default: tl_diff)"
+        elif action.dest in ("jobs", "all_ranks_html", "inductor_provenance"):
+            action.help = argparse.SUPPRESS  # accepted, but nothing to do in a diff
+        elif action.dest == "rank":
+            action.help = "for folders of rank logs: read this rank on both sides"
 
 
 def add_fail_on(parser: argparse.ArgumentParser) -> None:
