@@ -3,7 +3,8 @@
 Exit codes: 0 the report was built; 1 nothing could be built (the input is missing,
 unreadable or not a trace); 2 usage error (bad flags, an existing output without
 ``--overwrite``, or one ``--overwrite`` must not replace: see :mod:`tlsite.core.output`); 3 the
-report was built but ``--strict`` found skipped lines or damaged payloads; 130 interrupted
+report was built but ``--strict`` found skipped lines or damaged payloads; 4 ``tlsite diff
+--fail-on`` found AFTER worse than BEFORE (the diff was still written); 130 interrupted
 (Ctrl-C); 143 terminated (SIGTERM). ``tlsite run`` exits with the command's own code when it
 failed (``128 + N`` when signal N ended it).
 """
@@ -132,6 +133,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_site_options(run)
     _add_trace_options(run, latest=False)
+    run.add_argument(
+        "--compare",
+        metavar="OLD_TRACE",
+        help="then also write the diff of OLD_TRACE against this run into DIR_diff "
+        "(with --fail-on: exit 4 when this run regressed)",
+    )
+    from tlsite.diff_command import add_diff_parser, add_fail_on
+
+    add_fail_on(run)
+    add_diff_parser(commands, _add_site_options, _add_trace_options)
     return parser
 
 
@@ -245,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
             return _markdown_command(args)
         if args.command == "run":
             return _run_command(args, command)
+        if args.command == "diff":
+            from tlsite.diff_command import diff_command
+
+            return diff_command(args)
     except KeyboardInterrupt:  # the staging folder is gone by now: nothing half-written
         return _fail("interrupted", EXIT_INTERRUPTED)
     except Terminated as exc:  # SIGTERM: the ``finally`` blocks removed the scratch folders
@@ -254,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _looks_like_a_trace_path(word: str) -> bool:
     """A first argument that names a file rather than a command (``tlsite trace.log``)."""
-    if word.startswith("-") or word in ("build", "publish", "markdown", "run", "serve"):
+    if word.startswith("-") or word in ("build", "publish", "markdown", "run", "serve", "diff"):
         return False
     return os.path.exists(word) or "." in word or os.sep in word
 
@@ -470,6 +485,8 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     from tlsite.run_command import CommandError, new_trace_dir, run_traced, traced_ranks
 
     out = Path(args.out).resolve()
+    if args.fail_on and not args.compare:
+        return _fail("--fail-on needs --compare OLD_TRACE", EXIT_USAGE)
     problem = _output_problem(args, [args.trace_dir] if args.trace_dir else [])
     if problem is not None:
         return _fail(problem, EXIT_USAGE)
@@ -514,6 +531,11 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
             print("Note: the command was interrupted; the report shows what it logged until then.")
         elif returncode != 0:
             print(f"Note: the command exited with {returncode}; the report shows what it logged.")
+    if args.compare:
+        from tlsite.diff_command import diff_after_run
+
+        compared = diff_after_run(args, trace_dir, out)
+        returncode = returncode or compared
     if not args.no_browser and _can_open_browser():
         webbrowser.open((outcome.site / "index.html").resolve().as_uri())
     if returncode != 0:

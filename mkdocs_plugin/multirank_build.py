@@ -29,6 +29,7 @@ from tlsite.core.render.multirank_files import write_multirank_files
 
 from .build import build_report
 from .csp import add_csp, add_csp_to_template
+from .diff_build import build_rank_diffs
 from .site_config import build_site, site_config
 
 # Landing links point into the rank sites, which the landing's own MkDocs build cannot see.
@@ -94,6 +95,9 @@ def build_multirank(
                 _build_empty_rank(site_dir, summary, n_ranks)
         report = analyse(summaries)
         landing = render_landing(report)
+        landing += build_rank_diffs(
+            resolved, report, site_dir, export_mode=export_mode, redactor=redactor
+        )
         _build_landing(landing, site_dir, title=f"tlsite: {len(summaries)} ranks")
         write_multirank_files(summaries, site_dir)
     lines = {}

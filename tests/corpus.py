@@ -58,9 +58,10 @@ def torch_213_traces() -> list[Path]:
 
 
 def fixture_traces() -> list[Path]:
-    """The torch 2.13 fixtures; the other versions' (``torch-<version>/``) have their own tests."""
+    """The torch 2.13 fixtures; the other versions' (``torch-<version>/``) and the diff pairs
+    (``diff_<scenario>/``, one side of one on torch 2.15) have their own tests."""
     traces = FIXTURE_TRACES.glob("*/*.log")
-    return _non_empty(p for p in traces if not p.parent.name.startswith("torch-"))
+    return _non_empty(p for p in traces if not p.parent.name.startswith(("torch-", "diff_")))
 
 
 def differential_traces() -> list[Path]:

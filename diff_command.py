@@ -1,0 +1,295 @@
+"""``tlsite diff BEFORE AFTER``: read both traces, compare them, write the diff site.
+
+Each side is read like ``tlsite build`` reads its input (file, folder, archive, rank folders)
+into the same model; the site is made in a staging folder and swapped into place with its
+bundle, like a report. Exit codes are the CLI's, plus :data:`EXIT_REGRESSED` when
+``--fail-on`` finds AFTER worse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import webbrowser
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tlsite.terminal import say
+
+if TYPE_CHECKING:
+    from tlsite.core import Trace
+    from tlsite.core.analysis.diff import TraceDiff
+    from tlsite.core.redact import Redactor
+
+MANIFEST_NOTE = (
+    "A tlsite diff: a static website comparing two PyTorch TORCH_TRACE logs (what changed "
+    "between the runs). Open index.html in a browser (it works from disk, offline); diff.json "
+    "holds the same facts. It shows guards, graphs, generated code, file names and config "
+    "values of both runs. Share it knowingly."
+)
+#: ``--fail-on`` found AFTER worse than BEFORE (the site was still written).
+EXIT_REGRESSED = 4
+
+
+def add_diff_parser(commands: Any, add_site_options: Any, add_trace_options: Any) -> None:
+    """The ``diff`` subcommand's arguments."""
+    diff = commands.add_parser(
+        "diff",
+        help="compare two traces (before and after a change) and build a site saying what changed",
+        description="Compare BEFORE with AFTER (each anything tlsite build takes) and write a "
+        "site that says what changed: graph breaks fixed and new, recompiles, failures, "
+        "compile time, per-compile guard, graph and code diffs; plus diff.json.",
+    )
+    diff.add_argument("before", help="the trace before the change")
+    diff.add_argument(
+        "after", nargs="?", help="the trace after it (omit with --ranks A,B for two ranks)"
+    )
+    diff.add_argument("--before-rank", type=int, help="rank log to read on the BEFORE side")
+    diff.add_argument("--after-rank", type=int, help="rank log to read on the AFTER side")
+    diff.add_argument(
+        "--ranks",
+        metavar="A,B",
+        help="compare rank A with rank B of one job (the folder BEFORE, or BEFORE and AFTER)",
+    )
+    add_fail_on(diff)
+    add_site_options(diff)
+    add_trace_options(diff)
+    diff.set_defaults(out="tl_diff")
+    for action in diff._actions:  # the shared options, said for a diff
+        if action.dest == "out":
+            action.help = "site folder (default: tl_diff)"
+        elif action.dest in ("jobs", "all_ranks_html", "inductor_provenance"):
+            action.help = argparse.SUPPRESS  # accepted, but nothing to do in a diff
+        elif action.dest == "rank":
+            action.help = "for folders of rank logs: read this rank on both sides"
+
+
+def add_fail_on(parser: argparse.ArgumentParser) -> None:
+    """``--fail-on CHECKS`` (checked as the arguments are parsed: a typo stops at once)."""
+    parser.add_argument(
+        "--fail-on",
+        metavar="CHECKS",
+        type=_fail_on,
+        help="exit 4 when AFTER regresses: graph-breaks,recompiles,failures,compile-time=+20%%",
+    )
+
+
+def _fail_on(text: str) -> dict[str, float]:
+    from tlsite.core.analysis.diff import parse_fail_on
+
+    try:
+        return parse_fail_on(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-on: ")) from None
+
+
+@dataclass
+class DiffOutcome:
+    site: Path
+    bundle: Path | None
+    bundle_size: int
+    diff: TraceDiff
+    seconds: float
+
+
+def sides(args: argparse.Namespace) -> tuple[str, int | None, str, int | None]:
+    """(BEFORE path, rank, AFTER path, rank) from the arguments; raises ValueError."""
+    before_rank = args.before_rank if args.before_rank is not None else args.rank
+    after_rank = args.after_rank if args.after_rank is not None else args.rank
+    after = args.after
+    if args.ranks:
+        try:
+            first, second = (int(r) for r in args.ranks.split(","))
+        except ValueError:
+            raise ValueError(f"--ranks: expected two ranks A,B, not {args.ranks!r}") from None
+        before_rank, after_rank = first, second
+        after = after or args.before
+    if after is None:
+        raise ValueError("give BEFORE and AFTER (or one job folder with --ranks A,B)")
+    return args.before, before_rank, after, after_rank
+
+
+def load_side(
+    path: str,
+    *,
+    rank: int | None,
+    latest: bool,
+    export_mode: bool | None,
+    redactor: Redactor | None,
+) -> Trace:
+    """Read one side as ``tlsite build`` would; a non-trace raises InputError."""
+    from tlsite.core import InputError, load_source, resolve_input, select_log
+    from tlsite.core.redact import redacted_source
+
+    with resolve_input(path, latest=latest) as resolved:
+        log = select_log(resolved, rank, path)
+        if redactor is not None:
+            log = redacted_source(log, redactor)
+        trace = load_source(log, export_mode=export_mode)
+    why = trace.stats.not_a_trace()
+    if why is not None:
+        trace.close()
+        raise InputError(f"{path}: {why}")
+    return trace
+
+
+def run_diff(
+    before: tuple[str, int | None],
+    after: tuple[str, int | None],
+    out: Path,
+    *,
+    bundle: str = "zip",
+    latest: bool = False,
+    export_mode: bool | None = None,
+    redactor: Redactor | None = None,
+    progress: bool = False,
+) -> DiffOutcome:
+    """Read both sides, compare them and write the site (and bundle) at ``out``."""
+    from tlsite.cli import _build_in_staging
+    from tlsite.core.analysis.diff import diff_traces
+    from tlsite.core.output import check_replaceable
+    from tlsite.core.redact import redaction_summary
+    from tlsite.mkdocs_plugin.diff_build import build_diff_site
+
+    from .progress import Progress
+
+    started = time.perf_counter()
+    out = out.resolve()
+    check_replaceable(out, inputs=[before[0], after[0]], bundle=bundle)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    traces: list[Trace] = []
+    try:
+        with Progress(enabled=progress) as bar:
+            for path, rank in (before, after):
+                bar.stage(f"Reading {path}" + ("" if rank is None else f" (rank {rank})"))
+                traces.append(
+                    load_side(
+                        path, rank=rank, latest=latest, export_mode=export_mode, redactor=redactor
+                    )
+                )
+            bar.stage("Comparing")
+            diff = diff_traces(traces[0], traces[1])
+
+            def make_site(site: Path, _on_file: Any) -> tuple[str, dict[str, Any]]:
+                bar.stage("Writing pages")
+                build_diff_site(diff, site)
+                extra: dict[str, Any] = {"note": MANIFEST_NOTE}
+                if redactor is not None:
+                    extra["redaction"] = redaction_summary(redactor)
+                return f"{diff.before.source} → {diff.after.source}", extra
+
+            archive, size = _build_in_staging(out, bundle, bar, make_site)
+    finally:
+        for trace in traces:
+            trace.close()
+    return DiffOutcome(out, archive, size, diff, time.perf_counter() - started)
+
+
+def diff_command(args: argparse.Namespace) -> int:
+    """``tlsite diff``: the site, the terminal summary, and the ``--fail-on`` verdict."""
+    from tlsite.cli import (
+        EXIT_FAILED,
+        EXIT_OK,
+        EXIT_STRICT,
+        EXIT_USAGE,
+        _bundle_format,
+        _can_open_browser,
+        _fail,
+        _output_problem,
+        _redactor,
+    )
+    from tlsite.core import InputError
+    from tlsite.core.output import OutputRefused
+
+    try:
+        before, before_rank, after, after_rank = sides(args)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    problem = _output_problem(args, [before, after])
+    if problem is not None:
+        return _fail(problem, EXIT_USAGE)
+    try:
+        outcome = run_diff(
+            (before, before_rank),
+            (after, after_rank),
+            Path(args.out),
+            bundle=_bundle_format(args),
+            latest=args.latest,
+            export_mode=args.export,
+            redactor=_redactor(args),
+            progress=not args.quiet and sys.stderr.isatty(),
+        )
+    except OutputRefused as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except InputError as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    except OSError as exc:
+        return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}", EXIT_FAILED)
+    if not args.quiet:
+        say(summary_text(outcome))
+    if not args.no_browser and _can_open_browser():
+        webbrowser.open((outcome.site / "index.html").resolve().as_uri())
+    if regressed(outcome.diff, args.fail_on):
+        return EXIT_REGRESSED
+    d = outcome.diff
+    if args.strict and not (d.before.clean and d.after.clean):
+        print(f"tlsite: --strict: a side has damaged input; exit {EXIT_STRICT}", file=sys.stderr)
+        return EXIT_STRICT
+    return EXIT_OK
+
+
+def regressed(diff: TraceDiff, checks: dict[str, float] | None) -> bool:
+    """Whether AFTER fails a ``--fail-on`` check; each failed check is said on stderr."""
+    from tlsite.core.analysis.diff import failed_checks
+
+    failed = failed_checks(diff, checks or {})
+    for line in failed:
+        print(f"tlsite: --fail-on {line}", file=sys.stderr)
+    return bool(failed)
+
+
+def summary_text(outcome: DiffOutcome) -> str:
+    """What the terminal says: the verdict, the findings worst first, where the site is."""
+    diff = outcome.diff
+    lines = [f"{diff.before.source} → {diff.after.source}: {diff.verdict}"]
+    lines += [f"  worse:  {f.text}" for f in diff.regressions[:10]]
+    lines += [f"  better: {f.text}" for f in diff.improvements[:10]]
+    hidden = max(0, len(diff.regressions) - 10) + max(0, len(diff.improvements) - 10)
+    if hidden:
+        lines.append(f"  ... and {hidden} more on the site")
+    lines.append(f"Diff: {outcome.site / 'index.html'} (and {outcome.site / 'diff.json'})")
+    if outcome.bundle is not None:
+        lines.append(f"Bundle: {outcome.bundle} ({outcome.bundle_size / 1e6:.1f} MB)")
+    lines.append(f"Built in {outcome.seconds:.1f} s.")
+    return "\n".join(lines)
+
+
+def diff_after_run(args: argparse.Namespace, trace_dir: Path, out: Path) -> int:
+    """``tlsite run --compare OLD``: the diff of OLD against the run's trace, into
+    ``DIR_diff`` beside the report; returns an exit code (0 when it was written)."""
+    from tlsite.cli import EXIT_FAILED, EXIT_USAGE, _bundle_format, _fail, _redactor
+    from tlsite.core import InputError
+    from tlsite.core.output import OutputRefused
+
+    target = out.with_name(f"{out.name}_diff")
+    if (target.exists() or target.is_symlink()) and not args.overwrite:
+        return _fail(f"{target} already exists; pass --overwrite to replace it", EXIT_USAGE)
+    try:
+        outcome = run_diff(
+            (args.compare, None),
+            (str(trace_dir), args.rank),
+            target,
+            bundle=_bundle_format(args),
+            latest=True,
+            export_mode=args.export,
+            redactor=_redactor(args),
+        )
+    except OutputRefused as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except (InputError, OSError) as exc:
+        return _fail(f"--compare: {exc}", EXIT_FAILED)
+    if not args.quiet:
+        say(summary_text(outcome))
+    return EXIT_REGRESSED if regressed(outcome.diff, args.fail_on) else 0

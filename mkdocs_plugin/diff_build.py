@@ -1,0 +1,138 @@
+"""Build the site of ``tlsite diff``: a Markdown tree of the diff pages, built by MkDocs with
+the offline configuration and the report pages' Content-Security-Policy, plus ``diff.json``.
+
+The pages are plain Markdown (:mod:`tlsite.core.render.diff_pages`), so the tree builds the
+same with ``mkdocs build``; only the policy is added by the small plugin here.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from mkdocs.plugins import BasePlugin
+
+from tlsite.core import ResolvedInput, load_source
+from tlsite.core.analysis.diff import TraceDiff, diff_traces
+from tlsite.core.analysis.divergence import MultiRankReport
+from tlsite.core.cleanup import scratch_folder
+from tlsite.core.model import Trace
+from tlsite.core.redact import Redactor
+from tlsite.core.render.diff_pages import render_pages
+from tlsite.core.render.templating import render_markdown
+
+from .csp import add_csp, add_csp_to_template
+from .site_config import build_site, site_config
+
+DIFF_JSON = "diff.json"
+
+
+class _DiffPolicy(BasePlugin):
+    """The report pages' Content-Security-Policy: diff pages show trace text too."""
+
+    def on_post_page(self, output: str, /, *, page: Any, config: Any) -> str:
+        return add_csp(output, page=page, config=config)
+
+    def on_post_template(self, output_content: str, /, *, template_name: str, config: Any) -> str:
+        return add_csp_to_template(output_content, template_name=template_name, config=config)
+
+
+def diff_json(diff: TraceDiff) -> str:
+    """``diff.json``: keys sorted, so two runs of the same diff write the same bytes."""
+    return json.dumps(diff.as_json(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_diff_tree(diff: TraceDiff, docs: Path) -> list[str]:
+    """Write the pages and ``diff.json`` into ``docs``; returns the pages written."""
+    written = []
+    for page in render_pages(diff):
+        dest = docs / page.path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(page.markdown, encoding="utf-8")
+        written.append(page.path)
+    (docs / DIFF_JSON).write_text(diff_json(diff), encoding="utf-8")
+    return written
+
+
+def build_diff_site(diff: TraceDiff, site_dir: Path) -> int:
+    """Write the diff site into ``site_dir`` (which must not exist yet); returns its pages."""
+    logging.getLogger("mkdocs").setLevel(logging.ERROR)
+    with scratch_folder("diff") as scratch:
+        docs = Path(scratch) / "docs"
+        docs.mkdir()
+        pages = write_diff_tree(diff, docs)
+        title = f"tlsite diff: {diff.before.source} → {diff.after.source}"
+        config = site_config(
+            docs_dir=str(docs), site_dir=str(site_dir), site_name=html.escape(title)
+        )
+        config["nav"] = [{"What changed": "index.md"}]
+        policy = _DiffPolicy()
+        policy.load_config({})
+        build_site(config, config_dir=scratch, extra_plugins={"tlsite_csp": policy})
+    return len(pages)
+
+
+#: Rank pairs of a multi-rank job compared on its landing page (each is a site of its own),
+#: and the most log bytes read again for them: the ranks' models are gone by then.
+MAX_RANK_DIFFS = 4
+MAX_RANK_DIFF_BYTES = 256 * 1024 * 1024
+
+
+def diverging_pairs(report: MultiRankReport) -> list[tuple[int, int]]:
+    """(first rank of the largest group, first rank of another group) for each way the ranks
+    diverged in what they compiled, cached, scheduled or described, without repeats."""
+    pairs: list[tuple[int, int]] = []
+    comparisons = (report.compile_ids, report.cache, report.collectives, report.tensor_meta)
+    for comparison in comparisons:
+        if not comparison.divergent:
+            continue
+        for group in comparison.groups[1:]:
+            pair = (comparison.groups[0][0], group[0])
+            if pair not in pairs:
+                pairs.append(pair)
+    return pairs[:MAX_RANK_DIFFS]
+
+
+def build_rank_diffs(
+    resolved: ResolvedInput,
+    report: MultiRankReport,
+    site_dir: Path,
+    *,
+    export_mode: bool | None = None,
+    redactor: Redactor | None = None,
+) -> str:
+    """Write ``diff_<a>_<b>/`` for each diverging pair of ranks (their logs read again, one
+    pair at a time, up to :data:`MAX_RANK_DIFF_BYTES`); returns the landing page's section
+    linking them ("" when none). ``redactor``: the one the logs are read through, whose
+    stats keep describing the ranks' own pass."""
+    logs = {log.rank: log for log in resolved.logs}
+    made = []
+    budget = MAX_RANK_DIFF_BYTES
+    kept = redactor.stats if redactor is not None else None
+    for a, b in diverging_pairs(report):
+        if a not in logs or b not in logs:
+            continue
+        size = (logs[a].size_hint or 0) + (logs[b].size_hint or 0)
+        if size > budget:
+            continue
+        budget -= size
+        traces: list[Trace] = []
+        try:
+            for rank in (a, b):
+                traces.append(load_source(logs[rank], export_mode=export_mode))
+            if any(t.stats.not_a_trace() for t in traces):
+                continue
+            diff = diff_traces(traces[0], traces[1])
+            build_diff_site(diff, site_dir / f"diff_{a}_{b}")
+        finally:
+            for trace in traces:
+                trace.close()
+        made.append((a, b, diff))
+    if redactor is not None and kept is not None:
+        redactor.stats = kept
+    if not made:
+        return ""
+    return render_markdown("diff_rank_links.md", pairs=made)
