@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ..model import Artifact, CompileUnit, Trace
-from ..records import loads_bounded
 from .compile_time import CompileTime, compile_times
+from .config import RunConfig
 from .fx_diff import GraphDiff, code_diff, graph_diff, normalise
 from .status import LABELS, statuses
 from .views import Failure, FrameCompiles, GraphBreak, frames, guard_lines
@@ -67,7 +67,6 @@ _TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), 
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")
 #: Lines of torch's guard dump that measure the run rather than say what is guarded.
 _GUARD_NOISE = ("Guard latency",)
-_CONFIG_KEYS = ("dynamo_config", "inductor_config", "functorch_config", "compiler_config")
 
 T = TypeVar("T")
 
@@ -845,22 +844,12 @@ def _side(trace: Trace, frames_: list[Frame], graph_breaks: int, failures: int) 
 
 
 def _config(trace: Trace) -> dict[str, Any]:
-    """The configs the first compile that logs any (``dynamo_config`` ...) logs, flattened
-    to ``dynamo_config.key`` (every compile logs the same: the first is read only)."""
+    """The run's baseline configs (``config.RunConfig``: per config, the snapshot most compile
+    ids ran with), flattened to ``dynamo_config.key``."""
+    run = RunConfig(trace)
     flat: dict[str, Any] = {}
-    for unit in trace.units.values():
-        for event in unit.compilation_metrics:
-            meta = event.meta
-            for name in _CONFIG_KEYS:
-                value = meta.get(name)
-                try:
-                    parsed = loads_bounded(value) if isinstance(value, str) else None
-                except ValueError:
-                    continue
-                if isinstance(parsed, dict):
-                    flat.update((f"{name}.{key}", item) for key, item in parsed.items())
-            if flat:
-                return flat
+    for name, ref in run.baseline.items():
+        flat.update((f"{name}.{key}", item) for key, item in run.settings(ref).items())
     return flat
 
 
