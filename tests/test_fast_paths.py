@@ -454,12 +454,13 @@ def _keep_in_memory(method: str) -> Callable[..., object]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["_defer_bodies", "_spill_search_index"])
+@pytest.mark.parametrize("method", ["_defer_bodies", "_index_search"])
 def test_plugin_fast_path_gives_the_same_site(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
-    """Pages converted as they are written, search entries kept on disk: the same files
-    (pages, search index and its offline script) as MkDocs and Material give by themselves."""
+    """Pages converted as they are written, search entries made by tlsite's own indexer: the
+    same files (pages, search index and its offline script) as MkDocs and Material give by
+    themselves."""
     from tlsite.mkdocs_plugin.plugin import TlsitePlugin
 
     sites = []
@@ -472,21 +473,3 @@ def test_plugin_fast_path_gives_the_same_site(
     assert [name for name in sites[0] if sites[0][name] != sites[1][name]] == []
     index = json.loads(sites[0]["search/search_index.json"])
     assert len(index["docs"]) > 100
-
-
-def test_search_entries_wait_on_disk_until_the_index_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from material.plugins.search.plugin import SearchPlugin
-
-    seen: list[tuple[int, int]] = []
-    on_post_build = SearchPlugin.on_post_build
-
-    def spy(self: SearchPlugin, *, config: object) -> None:
-        seen.append((len(self.search_index.entries), self.search_index.entry_count))
-        on_post_build(self, config=config)
-
-    monkeypatch.setattr(SearchPlugin, "on_post_build", spy)
-    _build(TRAINING, tmp_path / "site")
-    index = json.loads((tmp_path / "site" / "search" / "search_index.json").read_bytes())
-    assert seen == [(0, len(index["docs"]))]
