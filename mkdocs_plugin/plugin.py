@@ -300,7 +300,10 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         search = config.plugins.get("material/search")
         index = getattr(search, "search_index", None)
         if type(index) is SearchIndex:
-            search.search_index = ReportSearchIndex(**index.config)  # type: ignore[union-attr]
+            found = self._prepare().code_index.anchors()
+            search.search_index = ReportSearchIndex(  # type: ignore[union-attr]
+                found_elsewhere=found, **index.config
+            )
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         if not self._embedded:

@@ -195,9 +195,13 @@ class ReportSearchIndex(SearchIndex):
     """Material's search index whose pages are divided by :func:`sections`, and whose
     entries are kept as their JSON text until the index is written."""
 
-    def __init__(self, **config: Any) -> None:
+    def __init__(self, *, found_elsewhere: set[str] | None = None, **config: Any) -> None:
+        """``found_elsewhere``: the ``location#anchor`` of sections that search finds through
+        the code index (``search/code_index.js``), by their title and code: those with no
+        text of their own get no entry here."""
         super().__init__(**config)
         self.docs: list[str] = []
+        self._found_elsewhere = found_elsewhere or set()
 
     def add_entry_from_context(self, page: Any) -> None:
         """Index the page's sections as Material's ``SearchIndex`` does."""
@@ -208,8 +212,11 @@ class ReportSearchIndex(SearchIndex):
             super().add_entry_from_context(page)
         else:
             for section in sections(page.content):
-                if not section.excluded:
-                    self.entries.append(_entry(section, page, search))
+                if section.excluded:
+                    continue
+                entry = _entry(section, page, search)
+                if entry["text"] or entry["location"] not in self._found_elsewhere:
+                    self.entries.append(entry)
         # the encoding Material gives the whole index (compact, ASCII, str() for the rest)
         self.docs.extend(json.dumps(e, separators=(",", ":"), default=str) for e in self.entries)
         self.entries = []

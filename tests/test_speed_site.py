@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 import pytest
 from corpus import TORCH_213
 from material.plugins.search.plugin import Parser
+from test_answers_search import code_index
+from test_answers_search import sections as sections_in_code_index
 from test_site import RECOMPILES, BuiltSite, site_cache
 
 from tlsite.mkdocs_plugin.search_index import sections
@@ -136,3 +138,37 @@ def test_the_compile_time_note_is_not_searched_on_every_compile_page(
     assert len(breakdowns) >= 5
     assert [d["location"] for d in breakdowns if note in d["text"]] == []
     assert all("Largest self time" in d["text"] for d in breakdowns)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trace", [RECOMPILES, TRAINING], ids=["recompiles", "training"])
+def test_the_search_index_is_materials_without_what_the_code_index_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trace: Path | None
+) -> None:
+    """Every other file as Material makes it; every entry of Material's index but the
+    headings with no text that the code index lists (search finds them there by title)."""
+    if trace is None:
+        pytest.skip("no torch 2.13 training trace")
+    from tlsite.cli import build
+    from tlsite.mkdocs_plugin.plugin import TlsitePlugin
+
+    build(str(trace), tmp_path / "ours", make_zip=False)
+    monkeypatch.setattr(TlsitePlugin, "_index_search", lambda self, config: None)
+    build(str(trace), tmp_path / "material", make_zip=False)
+    ours_files, materials_files = (
+        {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        for root in (tmp_path / "ours", tmp_path / "material")
+    )
+    # manifest.json lists every file with its size
+    index = ("search/search_index.json", "search/search_index.js", "manifest.json")
+    assert ours_files.keys() == materials_files.keys()
+    differ = [n for n in ours_files if ours_files[n] != materials_files[n] and n not in index]
+    assert differ == []
+
+    listed = set(sections_in_code_index(tmp_path / "ours"))
+    theirs, mine = search_docs(tmp_path / "material"), search_docs(tmp_path / "ours")
+    left_out = [d for d in theirs if not d["text"] and d["location"] in listed]
+    assert len(left_out) > 5
+    assert mine == [d for d in theirs if d not in left_out]
+    titles = {d["title"].rsplit(" (", 1)[0] for d in left_out}
+    assert titles <= set(code_index(tmp_path / "ours")["titles"])
