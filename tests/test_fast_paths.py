@@ -471,4 +471,4 @@ def test_plugin_fast_path_gives_the_same_site(
     assert sites[0].keys() == sites[1].keys()
     assert [name for name in sites[0] if sites[0][name] != sites[1][name]] == []
     index = json.loads(sites[0]["search/search_index.json"])
-    assert len(index["docs"]) > 100
+    assert len(index["docs"]) > 40  # artifact headings are in the code index
