@@ -172,3 +172,24 @@ def test_the_search_index_is_materials_without_what_the_code_index_finds(
     assert mine == [d for d in theirs if d not in left_out]
     titles = {d["title"].rsplit(" (", 1)[0] for d in left_out}
     assert titles <= set(code_index(tmp_path / "ours")["titles"])
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_an_artifact_is_found_by_its_name_through_the_code_index(
+    recompiles: BuiltSite, open_site: SiteOpener
+) -> None:
+    """Material's index has no entry for an artifact heading any more: its name, or a part
+    of it from a word start (which Material's prefix search did not find), finds each one."""
+    page, report = open_site(recompiles.site / "index.html")
+    box = page.locator(".md-search__input")
+    box.click()
+    box.press_sequentially("output_graph")
+    hit = page.locator(
+        ".md-search-result__item a[href*='-_0_3_0/index.html'][href$='#artifact-25']"
+    )
+    hit.first.wait_for(state="visible", timeout=15_000)
+    assert hit.first.locator("h2, h1").first.inner_html() == "dynamo_<mark>output_graph</mark> (25)"
+    linked = page.locator(".md-search-result__item a[href*='#artifact-']")
+    assert linked.count() >= 5  # one per compile id with a Dynamo graph
+    assert report.console_errors == []

@@ -164,6 +164,24 @@
     return found;
   }
 
+  /* `text` escaped, with the first match of each word marked as Material marks its own. */
+  function marked(text, words) {
+    var lower = String(text).toLowerCase(), spans = [];
+    words.forEach(function (word) {
+      var hit = locate(lower, word, 0);
+      if (hit) spans.push([hit.at, hit.at + hit.length]);
+    });
+    spans.sort(function (a, b) { return a[0] - b[0]; });
+    var html = "", at = 0;
+    spans.forEach(function (span) {
+      if (span[0] < at) return; // overlaps the previous mark
+      html += escapeHtml(text.slice(at, span[0])) + "<mark>" +
+        escapeHtml(text.slice(span[0], span[1])) + "</mark>";
+      at = span[1];
+    });
+    return html + escapeHtml(text.slice(at));
+  }
+
   function snippet(hits) {
     var seen = {}, shown = [];
     hits.forEach(function (hit) {
@@ -207,7 +225,7 @@
         var artifact = typeof heading === "number";
         sections.push({
           location: location + "#" + (artifact ? "artifact-" + heading : heading),
-          title: escapeHtml(artifact ? title + " (" + heading + ")" : title),
+          title: marked(title, words) + escapeHtml(artifact ? " (" + heading + ")" : ""),
           text: html || "",
           terms: terms
         });
