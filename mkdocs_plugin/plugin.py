@@ -43,8 +43,16 @@ from tlsite.terminal import safe
 from .csp import add_csp, add_csp_to_template
 from .deferred_page import DeferredPage
 from .prepared import PreparedReport, prepare_report
-from .search_spill import SpilledSearchIndex
-from .site_config import ASSET_DIR, CODE_INDEX, EXTRA_CSS, EXTRA_JS, SEARCH_CODE_JS, THEME_DIR
+from .search_index import ReportSearchIndex
+from .site_config import (
+    ASSET_DIR,
+    CODE_INDEX,
+    EXTRA_CSS,
+    EXTRA_JS,
+    SEARCH_CODE_JS,
+    THEME_DIR,
+    unread_theme_files,
+)
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
 
@@ -109,7 +117,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._highlighter: Highlighter | None = highlighter
         self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is written
         self._report_uris: set[str] = set()  # the report's pages, in a site with others
-        self._search_index: SpilledSearchIndex | None = None
         self._config_dir = ""
         self._embedded = False
         self._auto_nav = False
@@ -215,7 +222,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if not self._embedded:
             # first, so that a zip bundle written meanwhile has them to compress at once
             self._place_compat(config)
-            self._spill_search_index(config)
+            self._index_search(config)
+            _drop_unread_theme_files(files, config)
         report = self._prepare()
         store = self._store
         if self._highlighter is None:
@@ -286,15 +294,16 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             self._trace.release_units()
             self._trace.store.forget_index()
 
-    def _spill_search_index(self, config: MkDocsConfig) -> None:
-        """Keep the search entries on disk until the index is written (a site of its own:
-        ``mkdocs serve --dirty`` would need them in memory)."""
+    def _index_search(self, config: MkDocsConfig) -> None:
+        """Index the pages for Material's search with :class:`ReportSearchIndex` (a site of
+        its own: ``mkdocs serve --dirty`` would need Material's own index)."""
         search = config.plugins.get("material/search")
         index = getattr(search, "search_index", None)
         if type(index) is SearchIndex:
-            spill = self._store.spill_path("search")
-            self._search_index = SpilledSearchIndex(spill, **index.config)
-            search.search_index = self._search_index  # type: ignore[union-attr]
+            found = self._prepare().code_index.anchors()
+            search.search_index = ReportSearchIndex(  # type: ignore[union-attr]
+                found_elsewhere=found, **index.config
+            )
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         if not self._embedded:
@@ -405,9 +414,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         if self._resolved is not None:
             self._resolved.close()
             self._resolved = None
-        if self._search_index is not None:
-            self._search_index.close()
-            self._search_index = None
 
 
 def _nav_titles(nav: Any, title: str | None = None) -> dict[str, str | None]:
@@ -431,6 +437,16 @@ def _compat_targets(trace: Trace) -> list[str]:
             paths.extend(p for p in (artifact.path, artifact.readable_path) if p)
     paths.extend(f"payloads/{key}.txt" for key in trace.loose_payloads)
     return paths
+
+
+def _drop_unread_theme_files(files: Files, config: MkDocsConfig) -> None:
+    """Leave out of a report of its own the theme files its pages never load (see
+    :func:`~.site_config.unread_theme_files`): every build copied them and every zip carried
+    them. A site that embeds the report keeps its theme whole."""
+    search = config.plugins.get("material/search")
+    languages = search.config.lang if search is not None else ["en"]
+    for uri in unread_theme_files([f.src_uri for f in files], languages or ["en"]):
+        files.remove(files.get_file_from_path(uri))
 
 
 def _has_search(config: MkDocsConfig) -> bool:

@@ -9,8 +9,10 @@ built by ``mkdocs build`` or a compatible tool.
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,23 @@ EXTRA_JS = f"{ASSET_DIR}/tlsite.js"
 #: plugin adds it to the polyfills of the sites it builds a report into.
 SEARCH_CODE_JS = f"{ASSET_DIR}/search-code.js"
 CODE_INDEX = "search/code_index.js"
+
+#: Material's files that a report never loads: source maps (only a browser's developer tools
+#: fetch them, and a report is read, not debugged) and the search's language files (lunr
+#: stemmers, ``wordcut.js``, ``tinyseg.js``), which its worker loads only for other languages
+#: than English. Site-relative patterns (``fnmatch``).
+SOURCE_MAPS = ("assets/javascripts/*.map", "assets/stylesheets/*.map")
+SEARCH_LANGUAGE_FILES = ("assets/javascripts/lunr/*",)
+
+
+def unread_theme_files(uris: Sequence[str], search_languages: Sequence[str]) -> list[str]:
+    """The theme files (site-relative URIs) of ``uris`` that a report's pages never load,
+    given the languages its search indexes (lunr's files are needed for any but English)."""
+    patterns = SOURCE_MAPS
+    if list(search_languages) == ["en"]:
+        patterns += SEARCH_LANGUAGE_FILES
+    return [uri for uri in uris if any(fnmatch.fnmatchcase(uri, p) for p in patterns)]
+
 
 # navigation.prune keeps the nav from being rendered into every page (quadratic size otherwise).
 # navigation.instant is left out: it turns itself off on file:// and needs site_url for Pages.

@@ -459,11 +459,13 @@ def _search_text(site: Path) -> str:
         visible_text(doc.get("title", "")) + "\n" + visible_text(doc.get("text", ""))
         for doc in data["docs"]
     )
-    # what search finds in the code (ops, kernels, guards) is in a second file
+    # what search finds in the code (ops, kernels, guards) and the code's section titles
+    # (artifact names) are in a second file
     code = site / "search" / "code_index.js"
     if code.is_file():
         raw = code.read_text(encoding="utf-8")
-        text += "\n" + "\n".join(json.loads(raw[raw.index("{") : raw.rindex("}") + 1])["terms"])
+        data = json.loads(raw[raw.index("{") : raw.rindex("}") + 1])
+        text += "\n" + "\n".join(data["terms"] + data["titles"])
     return text
 
 

@@ -125,11 +125,10 @@ class CodeIndex:
 
     def add_page(self, location: str, title: str, sections: Iterable[CodeSection]) -> None:
         """Add the sections of the page at ``location`` (site-relative, e.g.
-        ``-_0_0_0/index.html``) that have terms."""
+        ``-_0_0_0/index.html``), those without terms too: search finds a section by its
+        title here (see :meth:`anchors`)."""
         entries: list[object] = []
         for section in sections:
-            if not section.terms:
-                continue
             entries += [
                 section.heading,
                 _intern(section.title, self.titles, self._title_ids),
@@ -140,6 +139,16 @@ class CodeIndex:
 
     def __bool__(self) -> bool:
         return bool(self.pages)
+
+    def anchors(self) -> set[str]:
+        """``location#anchor`` of every section listed: ``search-code.js`` finds them by
+        their title and their code, so Material's index needs no entry for those that have
+        no text of their own (a storm's thousands of artifact headings)."""
+        return {
+            f"{location}#{f'artifact-{heading}' if isinstance(heading, int) else heading}"
+            for location, _title, entries in self.pages
+            for heading in entries[::3]  # type: ignore[index]
+        }
 
     def javascript(self) -> str:
         """The index as the script ``search-code.js`` loads."""

@@ -11,8 +11,9 @@
  * How: this file wraps `window.Worker` (the browser's, or the file:// shim's) so that the worker
  * Material starts for its search is watched. When search is set up, the code index is loaded
  * with a <script> (works from file:// and over http). Each result list the worker sends back is
- * completed, before Material sees it, with the artifact sections whose terms match every word of
- * the query (a word matches a term where it starts: at the start or after a character that is
+ * completed, before Material sees it, with the artifact sections whose terms or title match
+ * every word of the query (titles too: Material's index leaves out the headings with no text
+ * of their own that this index lists, a storm's thousands of artifacts; a word matches a term where it starts: at the start or after a character that is
  * not a letter or digit, so "addmm" finds "aten.addmm.default" and "layer_norm" finds
  * "aten.native_layer_norm.default"; "L['self'].training" finds
  * "L['self']._modules['attn'].training"). Sections go into the page's result when Material
@@ -70,6 +71,7 @@
         var data = window.__tlsite_code;
         if (!data || !Array.isArray(data.terms)) return resolve(null);
         data.lower = data.terms.map(function (t) { return t.toLowerCase(); });
+        data.titleLower = (data.titles || []).map(function (t) { return t.toLowerCase(); });
         resolve(data);
       });
       script.addEventListener("error", function () { resolve(null); });
@@ -149,6 +151,37 @@
     return found;
   }
 
+  /* titles (by index) holding every word: index -> true. The index lists every artifact
+   * section, those with no code terms too, so "dynamo_output_graph" finds each artifact of
+   * that name (Material's index has no entry for a heading with no text under it). */
+  function matchingTitles(index, words) {
+    var found = {};
+    index.titleLower.forEach(function (lower, i) {
+      if (words.every(function (word) { return locate(lower, word, 0) !== null; })) {
+        found[i] = true;
+      }
+    });
+    return found;
+  }
+
+  /* `text` escaped, with the first match of each word marked as Material marks its own. */
+  function marked(text, words) {
+    var lower = String(text).toLowerCase(), spans = [];
+    words.forEach(function (word) {
+      var hit = locate(lower, word, 0);
+      if (hit) spans.push([hit.at, hit.at + hit.length]);
+    });
+    spans.sort(function (a, b) { return a[0] - b[0]; });
+    var html = "", at = 0;
+    spans.forEach(function (span) {
+      if (span[0] < at) return; // overlaps the previous mark
+      html += escapeHtml(text.slice(at, span[0])) + "<mark>" +
+        escapeHtml(text.slice(span[0], span[1])) + "</mark>";
+      at = span[1];
+    });
+    return html + escapeHtml(text.slice(at));
+  }
+
   function snippet(hits) {
     var seen = {}, shown = [];
     hits.forEach(function (hit) {
@@ -170,8 +203,8 @@
   function withCode(result, query, index) {
     var words = queryWords(query);
     if (!index || !words.length || !result || !Array.isArray(result.items)) return result;
-    var lists = matchingLists(index, words);
-    if (!Object.keys(lists).length) return result;
+    var lists = matchingLists(index, words), titles = matchingTitles(index, words);
+    if (!Object.keys(lists).length && !Object.keys(titles).length) return result;
     var terms = {};
     words.forEach(function (word) { terms[word] = true; });
 
@@ -186,14 +219,14 @@
       var location = page[0], entries = page[2], sections = [];
       for (var e = 0; e < entries.length; e += 3) {
         var html = lists[entries[e + 2]];
-        if (html === undefined) continue;
+        if (html === undefined && !titles[entries[e + 1]]) continue;
         // an artifact is named by its number: its heading is "#artifact-N", "title (N)"
         var heading = entries[e], title = index.titles[entries[e + 1]];
         var artifact = typeof heading === "number";
         sections.push({
           location: location + "#" + (artifact ? "artifact-" + heading : heading),
-          title: escapeHtml(artifact ? title + " (" + heading + ")" : title),
-          text: html,
+          title: marked(title, words) + escapeHtml(artifact ? " (" + heading + ")" : ""),
+          text: html || "",
           terms: terms
         });
       }

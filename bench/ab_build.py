@@ -1,0 +1,103 @@
+"""Two revisions of ``tlsite build`` on the same trace, interleaved in one run.
+
+On a shared machine wall time moves several-fold from minute to minute, so a change is
+measured against its base in the same run: each round builds the trace once with each
+revision (``git archive`` snapshots, in alternating order), and reports the CPU time of the
+build's process tree (user + system, from ``os.wait4``: less sensitive to other load than wall
+time), the wall time, and the sizes a user gets (search index, code index, zip, site).
+
+    python bench/ab_build.py TRACE --base 19061eb --new HEAD -n 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+def snapshot(revision: str, into: Path) -> Path:
+    """``git archive`` of ``revision`` as ``into/tlsite`` (a folder to put on PYTHONPATH)."""
+    package = into / "tlsite"
+    package.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(PROJECT), "archive", revision], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(package)], input=archive, check=True)
+    return into
+
+
+def size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def build_once(trace: str, root: Path, out: Path) -> dict[str, float]:
+    shutil.rmtree(out, ignore_errors=True)
+    out.with_suffix(".zip").unlink(missing_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(root))
+    command = [sys.executable, "-m", "tlsite", "build", trace, "-o", str(out), "--no-browser"]
+    start = time.perf_counter()
+    child = subprocess.Popen([*command, "--quiet"], env=env, cwd=root)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 3):
+        raise SystemExit(f"build failed: {' '.join(command)}")
+    search = out / "search"
+    return {
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "wall": wall,
+        "index": size(search / "search_index.json"),
+        "code": size(search / "code_index.js") if (search / "code_index.js").exists() else 0,
+        "zip": size(out.with_suffix(".zip")),
+        "site": size(out),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trace")
+    parser.add_argument("--base", default="HEAD~1")
+    parser.add_argument("--new", default="HEAD")
+    parser.add_argument("-n", "--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tlsite-ab-") as scratch:
+        revisions = {
+            name: snapshot(rev, Path(scratch) / name)
+            for name, rev in (("base", args.base), ("new", args.new))
+        }
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in revisions}
+        for round_ in range(args.repeat):
+            order = list(revisions) if round_ % 2 == 0 else list(reversed(revisions))
+            for name in order:
+                run = build_once(args.trace, revisions[name], Path(scratch) / f"out-{name}")
+                runs[name].append(run)
+                cpu, wall = run["cpu"], run["wall"]
+                print(f"round {round_ + 1} {name}: cpu {cpu:.2f} s, wall {wall:.2f} s")
+    print(f"\n`{Path(args.trace).name}`, {args.repeat} interleaved rounds, medians (min–max):\n")
+    print("| revision | CPU s | wall s | search index MiB | code index KiB | zip MB | site MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, rev in (("base", args.base), ("new", args.new)):
+        cpu = [r["cpu"] for r in runs[name]]
+
+        def median(key: str, rows: list[dict[str, float]] = runs[name]) -> float:
+            return statistics.median(r[key] for r in rows)
+
+        print(
+            f"| {rev} | {median('cpu'):.2f} ({min(cpu):.2f}–{max(cpu):.2f}) | {median('wall'):.2f}"
+            f" | {median('index') / 2**20:.3f} | {median('code') / 1024:.1f}"
+            f" | {median('zip') / 1e6:.2f} | {median('site') / 1e6:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,247 @@
+"""The search index of a report of its own, indexed as Material does, without its HTML parser.
+
+Material's search plugin splits each page's HTML into sections (one per heading with an id)
+with :class:`html.parser.HTMLParser`, whose pure-Python tokenizer was a sixth of a recompile
+storm's build. :class:`ReportSearchIndex` keeps Material's rules (which tags are kept, where
+whitespace collapses, which headings open a section, what ``data-search-exclude`` leaves
+out) and applies them to the tokens of one regular expression; a report's pages are HTML that
+Python-Markdown and tlsite's templates wrote, so they hold no script, style or malformed tag
+that would make the two readings differ (a test compares them on real traces). Each entry is
+kept as its JSON text, and the index is written as Material writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import escape, unescape
+from typing import Any
+
+from material.plugins.search import plugin as material_search
+from material.plugins.search.plugin import SearchIndex
+
+#: One token of HTML: a comment or declaration (ignored), a tag, or text.
+_TOKEN = re.compile(
+    r"<!--.*?(?:-->|\Z)|<[!?][^>]*>?"
+    r"|<(/?)([a-zA-Z][^\t\n\r\f />\x00]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>"
+    r"|([^<]+|<)",
+    re.S,
+)
+_ATTRIBUTE = re.compile(r"""([^\s/>"'=][^\s/=>]*)(\s*=+\s*("[^"]*"|'[^']*'|(?!["'])[^>\s]*))?""")
+#: Text up to the end of an element whose content is not HTML (HTMLParser's CDATA elements).
+_CDATA_END = {tag: re.compile(rf"</{tag}\s*>", re.I) for tag in ("script", "style")}
+
+_HEADINGS = frozenset(f"h{level}" for level in range(1, 7))
+_KEEP = frozenset(("p", "code", "pre", "li", "ol", "ul", "sub", "sup"))  # Material's Parser.keep
+_ALWAYS_SKIPPED = ("object", "script", "style")
+_VOID = frozenset(material_search.void)
+
+
+class _Section:
+    __slots__ = ("depth", "excluded", "id", "tag", "text", "title")
+
+    def __init__(self, tag: str, depth: float = 0, *, excluded: bool = False) -> None:
+        self.tag = tag
+        self.depth = depth
+        self.excluded = excluded
+        self.id: str | None = None
+        self.text: list[str] = []
+        self.title: list[str] = []
+
+
+def _attributes(source: str) -> dict[str, str | None]:
+    """A start tag's attributes as HTMLParser gives them (names lowercased, values unescaped)."""
+    found: dict[str, str | None] = {}
+    for name, assigned, value in _ATTRIBUTE.findall(source):
+        if assigned and value[:1] in ("'", '"') and value[:1] == value[-1:] and len(value) > 1:
+            value = value[1:-1]
+        found[name.lower()] = unescape(value) if assigned else None
+    return found
+
+
+def sections(html: str) -> list[_Section]:
+    """``html`` divided into sections by Material's rules (``material.plugins.search``'s
+    ``Parser``: the same state, kept as tag names; Material compares elements by tag)."""
+    return _Sectioner().feed(html)
+
+
+class _Sectioner:
+    """The state of :func:`sections`: the open elements, how many of them are skipped."""
+
+    def __init__(self) -> None:
+        self.tags: list[str] = []  # the open elements' tags
+        self.attrs: list[dict[str, str | None]] = []
+        self.open: dict[str, int] = {}  # tag -> open elements with it
+        self.skip = set(_ALWAYS_SKIPPED)  # tags whose elements' content is left out
+        self.skipped = 0  # open elements whose tag is in ``skip``
+        self.data: list[_Section] = []
+        self.section: _Section | None = None
+
+    def feed(self, html: str) -> list[_Section]:
+        at, size = 0, len(html)
+        while at < size:
+            match = _TOKEN.match(html, at)
+            assert match is not None  # the last alternative matches any character
+            at = match.end()
+            closing, tag, source, chunk = match.groups()
+            if chunk is not None:
+                self.text(unescape(chunk) if "&" in chunk else chunk)
+            elif tag is not None:
+                tag = tag.lower()
+                if closing:
+                    self.end(tag)
+                    continue
+                self.start(tag, _attributes(source) if source.strip(" /") else {})
+                if tag in _CDATA_END:  # its content is text up to its end tag, not HTML
+                    close = _CDATA_END[tag].search(html, at)
+                    content_end = close.start() if close else size
+                    if content_end > at:
+                        self.text(html[at:content_end])
+                    at = close.end() if close else size
+                    self.end(tag)
+                elif source.endswith("/"):  # <x/>: HTMLParser starts and ends it
+                    self.end(tag)
+        return self.data
+
+    def _current(self) -> _Section:
+        if self.section is None:  # text before any heading: a section of its own
+            self.section = _Section("hx")
+            self.data.append(self.section)
+        return self.section
+
+    def _target(self, section: _Section) -> list[str]:
+        return section.title if self.open.get(section.tag) else section.text
+
+    def start(self, tag: str, attributes: dict[str, str | None]) -> None:
+        if tag in _VOID:
+            return
+        self.tags.append(tag)
+        self.attrs.append(attributes)
+        self.open[tag] = self.open.get(tag, 0) + 1
+        if tag in self.skip:
+            self.skipped += 1
+        if tag in _HEADINGS and "id" in attributes:
+            depth = len(self.tags)
+            if tag != "h1" and not self.data:
+                self.data.append(_Section("hx", depth))
+            section = _Section(tag, depth, excluded="data-search-exclude" in attributes)
+            if self.data:
+                section.id = attributes["id"]
+            self.data.append(section)
+            self.section = section
+        section = self._current()
+        for key, value in attributes.items():
+            if key == "data-search-exclude" or (key == "class" and value == "linenodiv"):
+                if tag not in self.skip:
+                    self.skip.add(tag)
+                    self.skipped += self.open[tag]
+                return
+        if tag in _KEEP and not self.skipped:
+            self._target(section).append(f"<{tag}>")
+
+    def end(self, tag: str) -> None:
+        tags = self.tags
+        if not tags or tags[-1] != tag:
+            return
+        section = self._current()
+        if section.depth > len(tags):  # leaving the element a heading was nested in
+            for previous in reversed(self.data):
+                if previous.depth <= len(tags):
+                    section.depth = float("inf")
+                    self.section = section = previous
+                    break
+        tags.pop()
+        self.attrs.pop()
+        self.open[tag] -= 1
+        if tag in self.skip:
+            self.skipped -= 1
+            if tag not in _ALWAYS_SKIPPED:
+                self.skip.remove(tag)
+                self.skipped -= self.open[tag]
+            return
+        if tag in _KEEP and not self.skipped:
+            parts = self._target(section)
+            index = parts.index(f"<{tag}>")
+            for i in range(index + 1, len(parts)):
+                if not parts[i].isspace():
+                    index = len(parts)
+                    break
+            if len(parts) > index:
+                del parts[index:]
+            else:
+                parts.append(f"</{tag}>")
+
+    def text(self, chunk: str) -> None:
+        if self.skipped:
+            return
+        in_pre = self.open.get("pre")
+        if not in_pre:
+            chunk = " " if chunk.isspace() else chunk.replace("\n", " ")
+        section = self._current()
+        if self.open.get(section.tag):
+            if not self.open.get("a") or not any(
+                t == "a" and a.get("class") == "headerlink"
+                for t, a in zip(self.tags, self.attrs, strict=True)
+            ):
+                section.title.append(escape(chunk, quote=False))
+        elif chunk.isspace():
+            if not section.text or not section.text[-1].isspace() or in_pre:
+                section.text.append(chunk)
+        else:
+            section.text.append(escape(chunk, quote=False))
+
+
+class ReportSearchIndex(SearchIndex):
+    """Material's search index whose pages are divided by :func:`sections`, and whose
+    entries are kept as their JSON text until the index is written."""
+
+    def __init__(self, *, found_elsewhere: set[str] | None = None, **config: Any) -> None:
+        """``found_elsewhere``: the ``location#anchor`` of sections that search finds through
+        the code index (``search/code_index.js``), by their title and code: those with no
+        text of their own get no entry here."""
+        super().__init__(**config)
+        self.docs: list[str] = []
+        self._found_elsewhere = found_elsewhere or set()
+
+    def add_entry_from_context(self, page: Any) -> None:
+        """Index the page's sections as Material's ``SearchIndex`` does."""
+        search = page.meta.get("search") or {}
+        if search.get("exclude"):
+            return
+        if material_search.jieba is not None:  # Chinese segmentation: Material's own way
+            super().add_entry_from_context(page)
+        else:
+            for section in sections(page.content):
+                if section.excluded:
+                    continue
+                entry = _entry(section, page, search)
+                if entry["text"] or entry["location"] not in self._found_elsewhere:
+                    self.entries.append(entry)
+        # the encoding Material gives the whole index (compact, ASCII, str() for the rest)
+        self.docs.extend(json.dumps(e, separators=(",", ":"), default=str) for e in self.entries)
+        self.entries = []
+
+    def generate_search_index(self, prev: Any) -> str:
+        """The index Material writes: its configuration, then every entry."""
+        config = {key: self.config[key] for key in ("lang", "separator", "pipeline", "fields")}
+        head = json.dumps({"config": config}, separators=(",", ":"), default=str)
+        return f'{head[:-1]},"docs":[{",".join(self.docs)}]}}'
+
+
+def _entry(section: _Section, page: Any, search: dict[str, Any]) -> dict[str, Any]:
+    """Material's ``SearchIndex.create_entry_for_section`` (a heading's id is its TOC anchor)."""
+    location = f"{page.url}#{section.id}" if section.id else page.url
+    title = section.title or [str(page.meta.get("title", page.title))]
+    entry: dict[str, Any] = {
+        "location": location,
+        "title": "".join(title).strip(),
+        "text": "".join(section.text).strip(),
+    }
+    tags = page.meta.get("tags")
+    if isinstance(tags, list):
+        entry["tags"] = [
+            str(name) for name in tags if name and isinstance(name, (str, int, float, bool))
+        ]
+    if "boost" in search:
+        entry["boost"] = search["boost"]
+    return entry
