@@ -10,10 +10,12 @@ import difflib
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model import Artifact, CompileUnit, Trace
 from ..records import loads_bounded
+
+if TYPE_CHECKING:  # the model imports these views (see Trace.graph_breaks)
+    from ..model import Artifact, CompileUnit, Trace
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
 #: torch <= 2.6 puts the reason on a "Reason: Unsupported: ..." line under the location.
