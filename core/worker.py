@@ -107,9 +107,6 @@ class WorkerProcess:
 
 def _serve(argv: list[str]) -> None:
     """Child side: import the service and run it on the two pipe ends."""
-    from .allocator import return_big_blocks_on_free
-
-    return_big_blocks_on_free()  # a worker reads and writes megabyte chunks
     service, read_fd, write_fd, *args = argv
     module_name, function_name = service.split(":")
     function = getattr(importlib.import_module(module_name), function_name)

@@ -42,6 +42,7 @@ from tlsite.core.render import fastlex, templating
 from tlsite.core.render.highlight import CodeBlock, _token_lines
 from tlsite.core.render.pages import dump_blocks, highlight_ahead, load_blocks, render_tree
 from tlsite.core.stats import ParseStats
+from tlsite.mkdocs_plugin import pipeline
 from tlsite.mkdocs_plugin.build import build_report
 
 TRAINING = sorted((TORCH_213 / "training").glob("*.log"))[0]
@@ -132,11 +133,11 @@ def _built_with_and_without(
     bundle: str,
     read: Callable[[Path], dict[str, bytes]],
 ) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """``read(out)`` of the training trace built with the fast path that ``cli.<threshold>``
+    """``read(out)`` of the training trace built with the fast path that ``pipeline.<threshold>``
     (a trace size) turns on, then without it."""
     results = []
     for name, size in (("with", 0), ("without", 1 << 62)):
-        monkeypatch.setattr(cli, threshold, size)
+        monkeypatch.setattr(pipeline, threshold, size)
         out = tmp_path / name / "report"
         cli.build(str(TRAINING), out, bundle=bundle)
         results.append(read(out))
@@ -219,7 +220,7 @@ def test_a_trace_read_by_a_helper_process_gives_the_same_site_and_bundle(
     trace = _as_input(TRAINING, "log" if form == "redacted" else form, tmp_path)
     results = []
     for name, size in (("helper", 0), ("here", 1 << 62)):
-        monkeypatch.setattr(cli, "HIGHLIGHT_AHEAD_MIN_BYTES", size)
+        monkeypatch.setattr(pipeline, "HIGHLIGHT_AHEAD_MIN_BYTES", size)
         out = tmp_path / name / "report"
         redactor = Redactor("paths") if form == "redacted" else None
         outcome = cli.build(str(trace), out, redactor=redactor)
@@ -244,7 +245,7 @@ def test_a_cut_log_read_by_the_helper_says_what_the_build_process_would(
     truncated.write_bytes(packed[: len(packed) // 2])
     said = []
     for size in (0, 1 << 62):
-        monkeypatch.setattr(cli, "HIGHLIGHT_AHEAD_MIN_BYTES", size)
+        monkeypatch.setattr(pipeline, "HIGHLIGHT_AHEAD_MIN_BYTES", size)
         out = tmp_path / f"out{size}"
         code = cli.main(["build", str(truncated), "-o", str(out), "--no-browser", "--no-zip"])
         said.append((code, capsys.readouterr().out.splitlines()[0], (out / "raw.log").read_bytes()))
