@@ -7,8 +7,7 @@
   gzipped and zipped logs): the same site and zip bundle;
 - templates compiled from Jinja's bytecode cache vs compiled afresh: identical pages;
 - the zip bundle compressed during the build (files handed over as they are final) vs the
-  zip of the finished site: the same entries, byte for byte, with the same directory fields
-  (the streamed zip keeps its entries on disk until it is closed);
+  zip of the finished site: the same entries, byte for byte, with the same directory fields;
 - the gap-skipping highlighter (``fastlex.html_lines``) vs the plain one (``fastlex.tokens``
   rendered token by token): the same HTML for every artifact of every corpus trace and for
   generated text full of quotes, comments, keywords, numbers and entities;
@@ -145,8 +144,7 @@ def _built_with_and_without(
 
 
 def _zip_entries(out: Path) -> dict[str, Any]:
-    """Each entry's bytes and directory fields (the streamed zip keeps its entries on disk
-    until it writes its directory)."""
+    """Each entry's bytes and directory fields."""
     with zipfile.ZipFile(out.with_name("report.zip")) as archive:
         assert archive.testzip() is None
         return {
