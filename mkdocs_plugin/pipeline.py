@@ -6,8 +6,9 @@ resolve the input, read the trace, render its Markdown pages and run MkDocs on t
 folder of rank logs takes the same steps with each rank read and built in a worker
 (:func:`~.multirank_build.build_multirank`) and a landing page comparing them.
 
-A big trace is read by a helper process while the code it holds is highlighted by others,
-and its zip bundle is compressed during the build (see :data:`HELPERS_MIN_BYTES`).
+Every trace is read the same way, in this process. Helper processes work beside it where
+they pay: on a big trace, highlighting its code while it is read (and while pages are
+rendered), and compressing the zip bundle while the site is built.
 """
 
 from __future__ import annotations
@@ -39,10 +40,8 @@ from tlsite.core.render.highlight import Highlighter
 from tlsite.core.render.pages import highlight_ahead
 from tlsite.progress import BYTES, Progress
 
-from . import prepare_process
 from .build import build_report
 from .multirank_build import build_multirank
-from .prepared import PreparedReport
 
 #: From this trace size on, the zip bundle is compressed during the build by a worker
 #: process; below it, the process start costs more than the overlap saves.
@@ -159,21 +158,14 @@ def _build_one(
         log = redacted_source(log, redactor)
         notes = [redactor.text(note) for note in notes]
     bar.stage(f"Reading {log.display_name}", log.size_hint, unit=BYTES)
-    report, highlighter = _read_log(
-        log,
-        export_mode=export_mode,
-        on_bytes=bar.advance,
-        notes=notes,
-        files_dir=site.with_name(f"{site.name}.tlparse"),
-        in_helper=redactor is None,  # the redactor counts what it replaces here
-    )
+    report, highlighter = _read_log(log, export_mode=export_mode, on_bytes=bar.advance, notes=notes)
     try:
         why = report.stats.not_a_trace()
         if why is not None:
             shown = path if Path(path).name == log.display_name else log.display_name
             raise InputError(f"{shown}: {why}")
         manifest = {}
-        if redactor is not None and isinstance(report, Trace):
+        if redactor is not None:
             report.notes.append(redaction_note(redactor))
             manifest["redaction"] = redaction_summary(redactor)
         bar.stage("Writing pages")
@@ -205,12 +197,8 @@ def _read_log(
     export_mode: bool | None,
     on_bytes: Callable[[int], None],
     notes: list[str],
-    files_dir: Path,
-    in_helper: bool = True,
-) -> tuple[Trace | PreparedReport, Highlighter | None]:
-    """Read the log. A big one is read with highlight workers at work on its code
-    meanwhile, and (``in_helper``) by a helper process that also writes its tlparse files
-    into ``files_dir`` and hands back the prepared report (see :mod:`.prepare_process`)."""
+) -> tuple[Trace, Highlighter | None]:
+    """Read the log; a big one with highlight workers at work on its code meanwhile."""
     if (log.size_hint or 0) < HIGHLIGHT_AHEAD_MIN_BYTES:
         trace = load_source(log, export_mode=export_mode, on_bytes=on_bytes)
         trace.notes.extend(notes)
@@ -219,14 +207,6 @@ def _read_log(
     highlighter = Highlighter(Path(store_root) / "highlight")
     highlighter.start()
     try:
-        if in_helper:
-            request = prepare_process.ReadRequest(
-                log.portable(), export_mode, store_root, str(files_dir), tuple(notes)
-            )
-            report = prepare_process.read_in_helper(
-                request, on_bytes=on_bytes, on_block=highlighter.submit
-            )
-            return report, highlighter
         trace = load_source(
             log,
             store=PayloadStore(store_root, owned=True),

@@ -90,17 +90,15 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         highlight_workers: int | None = None,
         on_file: Callable[[str], None] | None = None,
         highlighter: Highlighter | None = None,
-        prepared: PreparedReport | None = None,
     ) -> None:
         """``on_page`` is called as each page is built; ``on_file`` with the path of each
         file of the report as soon as it is written for good (pages one step late: MkDocs
         writes a page after its last event). ``highlighter``: one already at work on the
         trace's blocks (see :func:`~tlsite.core.render.pages.highlight_ahead`); the plugin
-        closes it. ``prepared``: the report made ready in a helper process, instead of a
-        ``trace`` (see :mod:`.prepare_process`; a site of its own only)."""
+        closes it."""
         super().__init__()
         self._trace = trace
-        self._prepared = prepared
+        self._prepared: PreparedReport | None = None
         self._raw_log = raw_log
         self._on_page = on_page
         self._on_file = on_file
@@ -214,7 +212,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         if not self._embedded:
             # first, so that a zip bundle written meanwhile has them to compress at once
-            self._place_compat(config)
+            self._write_compat(config)
             self._spill_search_index(config)
         report = self._prepare()
         store = self._store
@@ -361,21 +359,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         with open(path, "w", encoding="utf-8") as out:
             out.write(report.code_index.javascript())
         self._files_written(config.site_dir, [CODE_INDEX])
-
-    def _place_compat(self, config: MkDocsConfig) -> None:
-        """Put the tlparse-compatible files into the site: written by the process that read
-        the trace (moved in), or written now."""
-        report = self._prepared
-        if report is None or report.files_dir is None:
-            self._write_compat(config)
-            return
-        out = os.path.join(config.site_dir, self.prefix)
-        os.makedirs(out, exist_ok=True)
-        for name in os.listdir(report.files_dir):
-            os.replace(os.path.join(report.files_dir, name), os.path.join(out, name))
-        os.rmdir(report.files_dir)
-        self._files_written(out, report.files)
-        report.files = []
 
     def _write_compat(self, config: MkDocsConfig) -> None:
         """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
