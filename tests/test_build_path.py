@@ -112,3 +112,19 @@ def test_the_cycle_check_finds_a_cycle_hidden_in_a_function() -> None:
     graph = import_graph()
     graph["tlsite.core.store"] = graph["tlsite.core.store"] | {"tlsite.core.model"}
     assert ["tlsite.core.model", "tlsite.core.store"] in cycles(graph)
+
+
+def test_handlers_use_only_the_record_context() -> None:
+    """``RecordContext`` is the whole handler API: no handler reaches into the builder."""
+    tree = ast.parse((PACKAGE / "core" / "handlers.py").read_text(encoding="utf-8"))
+    reaches = [
+        f"line {node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in ("builder", "_builder")
+    ]
+    imports = [
+        f"line {node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("builder")
+    ]
+    assert reaches == [] and imports == []

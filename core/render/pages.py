@@ -26,7 +26,6 @@ from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
 from ..handlers import SYMBOLIC_TYPES
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
-from ..records import loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
 from . import extra_pages
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
@@ -612,15 +611,12 @@ class ReportRenderer:
         }
 
     def _guards(self, unit: CompileUnit) -> list[str]:
-        guards: list[str] = []
-        for artifact in unit.artifacts:
-            if artifact.kind == "dynamo_guards" and artifact.payload is not None:
-                try:
-                    value = loads_bounded(self.trace.read_payload(artifact.payload))
-                except ValueError:
-                    continue
-                guards.extend(str(g.get("code")) for g in value if isinstance(g, dict))
-        return guards
+        return [
+            code
+            for artifact in unit.artifacts
+            if artifact.kind == "dynamo_guards" and artifact.payload is not None
+            for code in views.guard_codes(self.trace.read_payload(artifact.payload))
+        ]
 
 
 def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | None:
