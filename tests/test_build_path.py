@@ -4,7 +4,14 @@ built folder into place, and the build pipeline."""
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
+
+import pytest
+from corpus import TORCH_213
 
 PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -128,3 +135,37 @@ def test_handlers_use_only_the_record_context() -> None:
         if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("builder")
     ]
     assert reaches == [] and imports == []
+
+
+#: A user's script without an ``if __name__ == "__main__"`` guard, under a start method that
+#: re-imports ``__main__`` in every child (``forkserver`` is Python 3.14's default on Linux),
+#: reading a job's ranks two at a time while a thread runs (as the progress bar does).
+_UNGUARDED_SCRIPT = """
+import multiprocessing, sys, threading, time
+multiprocessing.set_start_method("forkserver")
+from tlsite.core import resolve_input
+from tlsite.core.multirank import load_ranks
+threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+with resolve_input(sys.argv[1]) as resolved, load_ranks(resolved, jobs=2) as ranks:
+    print(sorted(r.rank for r in ranks.ranks if not r.error), flush=True)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="forkserver: POSIX only")
+def test_ranks_are_read_in_helpers_from_a_script_without_a_main_guard(tmp_path: Path) -> None:
+    job = TORCH_213 / "multi_rank"
+    if not job.is_dir():
+        pytest.skip("shared trace corpus not available")
+    script = tmp_path / "report.py"
+    script.write_text(textwrap.dedent(_UNGUARDED_SCRIPT), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE.parent))
+    done = subprocess.run(
+        [sys.executable, str(script), str(job)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[0, 1]"
