@@ -95,25 +95,19 @@ def build(
         resolve_input(path, latest=latest) as resolved,
     ):
         site = staging / out.name  # the bundle's top folder is named after the site
-        zipper = None
+        zipper: ZipWriter | None = None
         try:
             if _is_job(resolved, rank, all_ranks):
                 made = _build_ranks(resolved, site, bar, jobs, export_mode, redactor)
             else:
                 log = select_log(resolved, rank, path)
-                if fmt == "zip":
-                    early = (log.size_hint or 0) >= ZIP_WHILE_BUILDING_MIN_BYTES
-                    zipper = ZipWriter(site, staging / f"{out.name}.zip", background=early)
+                zipper = _zip_while_building(log, site, fmt)
                 on_file = zipper.add if zipper is not None else None
                 made = _build_one(resolved, log, path, site, bar, export_mode, redactor, on_file)
             if fmt != "none":
                 bar.stage(f"Writing the {fmt} bundle")
-            extra = {"trace": made.trace_name, "version": __version__, "extra": made.manifest}
-            if zipper is not None:
-                size, zipper = zipper.finish(**extra), None
-                archive: Path | None = staging / f"{out.name}.zip"
-            else:
-                archive, size = write_bundle(site, fmt, **extra)
+            archive, size = _bundle(site, fmt, made, zipper)
+            zipper = None  # finished
         finally:
             if zipper is not None:
                 zipper.abort()
@@ -131,6 +125,22 @@ def build(
         bundle_format=fmt,
         why_not_clean=made.why_not_clean,
     )
+
+
+def _zip_while_building(log: LogSource, site: Path, fmt: str) -> ZipWriter | None:
+    """For a big trace's zip bundle, a writer that compresses each file of ``site`` in a
+    helper process as soon as it is final, while the rest is built."""
+    if fmt != "zip" or (log.size_hint or 0) < ZIP_WHILE_BUILDING_MIN_BYTES:
+        return None
+    return ZipWriter(site, site.with_name(f"{site.name}.zip"))
+
+
+def _bundle(site: Path, fmt: str, made: _Site, zipper: ZipWriter | None) -> tuple[Path | None, int]:
+    """Write the bundle beside ``site`` (finishing ``zipper``'s, if one was started)."""
+    fields = {"trace": made.trace_name, "version": __version__, "extra": made.manifest}
+    if zipper is not None:
+        return zipper.dest, zipper.finish(**fields)
+    return write_bundle(site, fmt, **fields)
 
 
 def _is_job(resolved: ResolvedInput, rank: int | None, all_ranks: bool) -> bool:
