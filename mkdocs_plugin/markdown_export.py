@@ -24,10 +24,10 @@ import yaml
 from mkdocs.theme import Theme
 from mkdocs.utils import get_relative_url
 
-from tlsite.core import InputError, load_source, resolve_input, select_log
+from tlsite.core import InputError, read_log, resolve_input
 from tlsite.core.model import Trace
 from tlsite.core.output import MARKDOWN_HEADER, check_replaceable, staging_for, swap_into_place
-from tlsite.core.redact import Redactor, redacted_source, redaction_note
+from tlsite.core.redact import Redactor
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import render_tree
 
@@ -133,19 +133,11 @@ def export_markdown(
     Raises :class:`InputError` when no record of it could be read (it is not a trace)."""
     check_replaceable(out, inputs=[path])
     with resolve_input(path, latest=latest) as resolved:
-        log = select_log(resolved, rank, path)
-        if redactor is not None:
-            log = redacted_source(log, redactor)
-        trace = load_source(log, export_mode=export_mode)
+        trace, log = read_log(resolved, path, rank=rank, export_mode=export_mode, redactor=redactor)
         try:
             why = trace.stats.not_a_trace()
             if why is not None:
                 raise InputError(f"{path}: {why}")
-            if redactor is None:
-                trace.notes.extend(resolved.notes)
-            else:
-                trace.notes.extend(redactor.text(note) for note in resolved.notes)
-                trace.notes.append(redaction_note(redactor))
             return write_markdown_tree(trace, out, raw_log=log.chunks, inputs=[path])
         finally:
             trace.close()

@@ -30,9 +30,9 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import nest_paths
 
-from tlsite.core import InputError, ResolvedInput, load_source, resolve_input, select_log
+from tlsite.core import InputError, ResolvedInput, read_log, resolve_input
 from tlsite.core.model import Trace
-from tlsite.core.redact import MODES, Redactor, redacted_source, redaction_note
+from tlsite.core.redact import MODES, Redactor
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
@@ -140,18 +140,16 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             redactor = Redactor(self.config.redact, list(self.config.redact_prefixes))
         resolved = resolve_input(path, latest=self.config.latest)
         try:
-            log = select_log(resolved, self.config.rank, path)
-            if redactor is not None:
-                log = redacted_source(log, redactor)
-            trace = load_source(log, export_mode=self.config.export)
+            trace, log = read_log(
+                resolved,
+                path,
+                rank=self.config.rank,
+                export_mode=self.config.export,
+                redactor=redactor,
+            )
         except BaseException:
             resolved.close()
             raise
-        if redactor is None:
-            trace.notes.extend(resolved.notes)
-        else:
-            trace.notes.extend(redactor.text(note) for note in resolved.notes)
-            trace.notes.append(redaction_note(redactor))
         # raw.log is the bytes read (redacted, if so): the log stays readable until the build ends
         self._resolved = resolved
         self._raw_log = log
