@@ -12,45 +12,22 @@ failed (``128 + N`` when signal N ended it).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
-import time
 import webbrowser
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tlsite import __version__
+from tlsite.core.output import BuildOutcome
 from tlsite.terminal import safe, say
 
 if TYPE_CHECKING:
-    from tlsite.core import LogSource, ResolvedInput, Trace
     from tlsite.core.redact import Redactor
-    from tlsite.core.render.highlight import Highlighter
-    from tlsite.mkdocs_plugin.prepared import PreparedReport
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 #: Interrupted (Ctrl-C): what a shell reports for a process SIGINT ended.
 EXIT_INTERRUPTED = 130
-#: From this trace size on, the zip bundle is compressed during the build by a worker
-#: process; below it, the process start costs more than the overlap saves.
-ZIP_WHILE_BUILDING_MIN_BYTES = 16 * 1024 * 1024
-#: From this trace size on, code is highlighted by worker processes while the trace is read.
-HIGHLIGHT_AHEAD_MIN_BYTES = 16 * 1024 * 1024
-
-
-@dataclass
-class BuildOutcome:
-    site: Path
-    bundle: Path | None
-    bundle_size: int
-    seconds: float
-    summary: str
-    clean: bool
-    bundle_format: str = "zip"
-    why_not_clean: str = ""  # what --strict fails on, when not clean
 
 
 def example_trace() -> Path:
@@ -241,9 +218,6 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(usage, EXIT_USAGE)
     if args.command in ("publish", "markdown") and not args.path:
         parser.error(f"tlsite {args.command}: give the trace PATH")
-    from tlsite.core.allocator import return_big_blocks_on_free
-
-    return_big_blocks_on_free()  # this process only: a command `tlsite run` runs is untouched
     from tlsite.core.cleanup import EXIT_TERMINATED, Terminated, exit_on_sigterm
 
     exit_on_sigterm()
@@ -543,303 +517,12 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     return _strict_code(args, outcome)
 
 
-def build(
-    path: str,
-    out: Path,
-    *,
-    latest: bool = False,
-    rank: int | None = None,
-    export_mode: bool | None = None,
-    make_zip: bool = True,
-    progress: bool = False,
-    bundle: str | None = None,
-    redactor: Redactor | None = None,
-    jobs: int | None = None,
-    all_ranks: bool = False,
-) -> BuildOutcome:
-    """Read, render and build into a temporary folder, then swap it in place of ``out``.
+def build(path: str, out: Path, **options: Any) -> BuildOutcome:
+    """:func:`tlsite.mkdocs_plugin.pipeline.build` (imported when first called: MkDocs takes
+    a while to import, and ``tlsite --version`` or ``serve`` need none of it)."""
+    from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
 
-    ``bundle`` is ``zip``, ``7z`` or ``none`` (default: ``zip``, or ``none`` without
-    ``make_zip``). With ``redactor``, the log is redacted as it is read, so every page, file
-    and the bundle is made from the redacted text. A folder of rank logs (and no ``rank``)
-    gives one site for all ranks, ``jobs`` ranks read at a time (``all_ranks``: even one).
-    An existing ``out`` is replaced only when :func:`tlsite.core.output.refusal` allows it
-    (else :class:`~tlsite.core.output.OutputRefused`); an input in which no record could be
-    read raises :class:`~tlsite.core.InputError`.
-    """
-    from tlsite.core import InputError, Trace, resolve_input, select_log
-    from tlsite.core.cleanup import remove_stale
-    from tlsite.core.output import check_replaceable
-    from tlsite.core.redact import redacted_source, redaction_note, redaction_summary
-    from tlsite.mkdocs_plugin.build import build_report
-
-    from .progress import BYTES, Progress
-
-    started = time.perf_counter()
-    out = out.resolve()
-    fmt = bundle if bundle is not None else ("zip" if make_zip else "none")
-    check_replaceable(out, inputs=[path], bundle=fmt)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for folder in (out.parent, None):  # what killed builds left (the temporary folder: None)
-        remove_stale(folder)
-    with Progress(enabled=progress) as bar, resolve_input(path, latest=latest) as resolved:
-        rank_logs = all(log.rank is not None for log in resolved.logs)
-        several = resolved.is_multi_rank and len(resolved.logs) > 1
-        if rank is None and (several or (all_ranks and rank_logs)):
-            return _build_all_ranks(
-                resolved,
-                out,
-                bar=bar,
-                started=started,
-                jobs=jobs,
-                export_mode=export_mode,
-                fmt=fmt,
-                redactor=redactor,
-            )
-        log = select_log(resolved, rank, path)
-        notes = list(resolved.notes)
-        if redactor is not None:
-            log = redacted_source(log, redactor)
-            notes = [redactor.text(note) for note in notes]
-        made: list[Trace | PreparedReport] = []
-        found: list[str] = []
-
-        def make_site(
-            site: Path, on_file: Callable[[str], None] | None
-        ) -> tuple[str, dict[str, Any]]:
-            bar.stage(f"Reading {log.display_name}", log.size_hint, unit=BYTES)
-            report, highlighter = _read_log(
-                log,
-                export_mode=export_mode,
-                on_bytes=bar.advance,
-                notes=notes,
-                files_dir=site.with_name(f"{site.name}.tlparse"),
-                in_helper=redactor is None,  # the redactor counts what it replaces here
-            )
-            made.append(report)
-            try:
-                why = report.stats.not_a_trace()
-                if why is not None:
-                    shown = path if Path(path).name == log.display_name else log.display_name
-                    raise InputError(f"{shown}: {why}")
-                extra: dict[str, Any] = {}
-                if report.stats.parts:  # which lines of raw.log came from which log
-                    extra["raw_log_lines"] = [
-                        {"log": p.name, "first": p.first_line, "last": p.last_line}
-                        for p in report.stats.parts
-                    ]
-                if redactor is not None and isinstance(report, Trace):
-                    report.notes.append(redaction_note(redactor))
-                    extra["redaction"] = redaction_summary(redactor)
-                bar.stage("Writing pages")
-                plugin = build_report(
-                    report,
-                    site,
-                    raw_log=log,
-                    on_page=bar.advance,
-                    on_file=on_file,
-                    highlighter=highlighter,
-                )
-            finally:
-                if highlighter is not None:
-                    highlighter.close()
-            found.append(plugin.found)
-            return report.source, extra
-
-        try:
-            archive, size = _build_in_staging(
-                out,
-                fmt,
-                bar,
-                make_site,
-                zip_while_building=(log.size_hint or 0) >= ZIP_WHILE_BUILDING_MIN_BYTES,
-            )
-        finally:
-            for report in made:
-                report.close()
-        stats = made[0].stats
-    return BuildOutcome(
-        site=out,
-        bundle=archive,
-        bundle_size=size,
-        seconds=time.perf_counter() - started,
-        summary="\n".join([*resolved.skipped, stats.summary(), f"Found: {found[0]}"]),
-        clean=stats.is_clean,
-        bundle_format=fmt,
-        why_not_clean=stats.why_not_clean(),
-    )
-
-
-def _read_log(
-    log: LogSource,
-    *,
-    export_mode: bool | None,
-    on_bytes: Callable[[int], None],
-    notes: list[str],
-    files_dir: Path,
-    in_helper: bool = True,
-) -> tuple[Trace | PreparedReport, Highlighter | None]:
-    """Read the log. A big one is read with highlight workers at work on its code
-    meanwhile, and (``in_helper``) by a helper process that also writes its tlparse files
-    into ``files_dir`` and hands back the prepared report (see
-    :mod:`tlsite.mkdocs_plugin.prepare_process`)."""
-    from tlsite.core import PayloadStore, load_source
-    from tlsite.core.cleanup import make_scratch, remove_scratch
-    from tlsite.core.render.highlight import Highlighter
-    from tlsite.core.render.pages import highlight_ahead
-    from tlsite.mkdocs_plugin.prepare_process import ReadRequest, read_in_helper
-
-    if (log.size_hint or 0) < HIGHLIGHT_AHEAD_MIN_BYTES:
-        trace = load_source(log, export_mode=export_mode, on_bytes=on_bytes)
-        trace.notes.extend(notes)
-        return trace, None
-    store_root = str(make_scratch("store"))
-    highlighter = Highlighter(Path(store_root) / "highlight")
-    highlighter.start()
-    try:
-        if in_helper:
-            request = ReadRequest(
-                log.portable(), export_mode, store_root, str(files_dir), tuple(notes)
-            )
-            report = read_in_helper(request, on_bytes=on_bytes, on_block=highlighter.submit)
-            return report, highlighter
-        trace = load_source(
-            log,
-            store=PayloadStore(store_root, owned=True),
-            export_mode=export_mode,
-            on_bytes=on_bytes,
-            on_artifact=highlight_ahead(highlighter),
-        )
-    except BaseException:
-        highlighter.close()
-        remove_scratch(store_root)
-        raise
-    trace.notes.extend(notes)
-    return trace, highlighter
-
-
-def _build_all_ranks(
-    resolved: ResolvedInput,
-    out: Path,
-    *,
-    bar: Any,
-    started: float,
-    jobs: int | None,
-    export_mode: bool | None,
-    fmt: str,
-    redactor: Redactor | None,
-) -> BuildOutcome:
-    """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports."""
-    from tlsite.core.redact import redacted_source, redaction_summary
-    from tlsite.mkdocs_plugin.multirank_build import build_multirank
-
-    if redactor is not None:
-        logs = [redacted_source(log, redactor) for log in resolved.logs]
-        resolved = dataclasses.replace(resolved, logs=logs)
-    bar.stage(f"Reading and building {len(resolved.logs)} ranks", len(resolved.logs))
-    outcomes = []
-
-    def make_site(site: Path, _on_file: Any) -> tuple[str, dict[str, Any]]:
-        outcome = build_multirank(
-            resolved,
-            site,
-            jobs=jobs,
-            export_mode=export_mode,
-            on_rank=lambda _summary: bar.advance(),
-            redactor=redactor,
-        )
-        outcomes.append(outcome)
-        extra: dict[str, Any] = {"ranks": sorted(outcome.summaries)}
-        if redactor is not None:
-            extra["redaction"] = redaction_summary(redactor)
-        return f"{len(outcome.summaries)} rank logs", extra
-
-    archive, size = _build_in_staging(out, fmt, bar, make_site)
-    outcome = outcomes[0]
-    lines = [*resolved.skipped, *(outcome.summaries[r] for r in sorted(outcome.summaries))]
-    if resolved.ignored:
-        lines.append("Not rank logs, ignored: " + ", ".join(resolved.ignored))
-    return BuildOutcome(
-        site=out,
-        bundle=archive,
-        bundle_size=size,
-        seconds=time.perf_counter() - started,
-        summary="\n".join(lines),
-        clean=outcome.clean,
-        bundle_format=fmt,
-        why_not_clean="a rank log had skipped lines or damaged payloads (see above)",
-    )
-
-
-def _build_in_staging(
-    out: Path,
-    fmt: str,
-    bar: Any,
-    make_site: Callable[[Path, Callable[[Path], None] | None], tuple[str, dict[str, Any]]],
-    *,
-    zip_while_building: bool = False,
-) -> tuple[Path | None, int]:
-    """Make the site and its bundle in a staging folder, then move both into place.
-
-    ``make_site(site, on_file)`` writes the site, calls ``on_file`` (when given) with each
-    file as soon as it is final, and returns the bundle's trace name and extra manifest
-    fields. With ``zip_while_building``, a zip bundle is compressed by a worker process from
-    those calls on, while the site is still being built (for big traces: the worker costs a
-    process start). A build that fails at any step leaves the previous report and bundle.
-    """
-    from tlsite.core.bundle import ZipWriter, write_bundle
-    from tlsite.core.cleanup import make_scratch, remove_scratch
-
-    staging = make_scratch("staging", out.parent, prefix=f".{out.name}.")
-    zipper: ZipWriter | None = None
-    try:
-        site = staging / out.name  # the bundle's top folder is named after the site
-        if fmt == "zip":
-            zipper = ZipWriter(site, staging / f"{out.name}.zip", background=zip_while_building)
-        name, extra = make_site(site, zipper.add if zipper is not None else None)
-        if fmt != "none":
-            bar.stage(f"Writing the {fmt} bundle")
-        if zipper is not None:
-            size = zipper.finish(trace=name, version=__version__, extra=extra)
-            archive: Path | None = zipper.dest
-            zipper = None
-        else:
-            archive, size = write_bundle(site, fmt, trace=name, version=__version__, extra=extra)
-        _swap_into_place(site, out)
-        if archive is not None:
-            archive = out.with_name(archive.name)
-            os.replace(staging / archive.name, archive)
-    finally:
-        if zipper is not None:
-            zipper.abort()
-        remove_scratch(staging)
-    return archive, size
-
-
-def _swap_into_place(built: Path, out: Path) -> None:
-    """Replace ``out`` with ``built`` so a failed build never leaves a half-written report.
-
-    The old ``out`` is moved aside first, and moved back if ``built`` cannot take its place.
-    """
-    from tlsite.core.cleanup import mark_for_removal, remove_scratch
-
-    old = None
-    if out.exists() or out.is_symlink():
-        old = out.with_name(f".{out.name}.tlsite-old-{os.getpid()}")
-        os.replace(out, old)
-    try:
-        os.replace(built, out)
-    except BaseException:
-        if old is not None:
-            os.replace(old, out)
-        raise
-    if old is None:
-        return
-    if old.is_dir() and not old.is_symlink():
-        mark_for_removal(old)  # a build killed while this is removed leaves it to the next build
-        remove_scratch(old)
-    else:
-        old.unlink(missing_ok=True)
+    return build_pipeline(path, out, **options)
 
 
 def _print_summary(outcome: BuildOutcome) -> None:

@@ -9,6 +9,7 @@ bundle, like a report. Exit codes are the CLI's, plus :data:`EXIT_REGRESSED` whe
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import webbrowser
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tlsite import __version__
 from tlsite.terminal import say
 
 if TYPE_CHECKING:
@@ -147,9 +149,9 @@ def run_diff(
     progress: bool = False,
 ) -> DiffOutcome:
     """Read both sides, compare them and write the site (and bundle) at ``out``."""
-    from tlsite.cli import _build_in_staging
     from tlsite.core.analysis.diff import diff_traces
-    from tlsite.core.output import check_replaceable
+    from tlsite.core.bundle import write_bundle
+    from tlsite.core.output import staging_for, swap_into_place
     from tlsite.core.redact import redaction_summary
     from tlsite.mkdocs_plugin.diff_build import build_diff_site
 
@@ -157,11 +159,12 @@ def run_diff(
 
     started = time.perf_counter()
     out = out.resolve()
-    check_replaceable(out, inputs=[before[0], after[0]], bundle=bundle)
-    out.parent.mkdir(parents=True, exist_ok=True)
     traces: list[Trace] = []
     try:
-        with Progress(enabled=progress) as bar:
+        with (
+            staging_for(out, inputs=[before[0], after[0]], bundle=bundle) as staging,
+            Progress(enabled=progress) as bar,
+        ):
             for path, rank in (before, after):
                 bar.stage(f"Reading {path}" + ("" if rank is None else f" (rank {rank})"))
                 traces.append(
@@ -171,16 +174,20 @@ def run_diff(
                 )
             bar.stage("Comparing")
             diff = diff_traces(traces[0], traces[1])
-
-            def make_site(site: Path, _on_file: Any) -> tuple[str, dict[str, Any]]:
-                bar.stage("Writing pages")
-                build_diff_site(diff, site)
-                extra: dict[str, Any] = {"note": MANIFEST_NOTE}
-                if redactor is not None:
-                    extra["redaction"] = redaction_summary(redactor)
-                return f"{diff.before.source} → {diff.after.source}", extra
-
-            archive, size = _build_in_staging(out, bundle, bar, make_site)
+            site = staging / out.name  # the bundle's top folder is named after the site
+            bar.stage("Writing pages")
+            build_diff_site(diff, site)
+            extra: dict[str, Any] = {"note": MANIFEST_NOTE}
+            if redactor is not None:
+                extra["redaction"] = redaction_summary(redactor)
+            if bundle != "none":
+                bar.stage(f"Writing the {bundle} bundle")
+            name = f"{diff.before.source} → {diff.after.source}"
+            archive, size = write_bundle(site, bundle, trace=name, version=__version__, extra=extra)
+            swap_into_place(site, out)
+            if archive is not None:
+                archive = out.with_name(archive.name)
+                os.replace(staging / archive.name, archive)
     finally:
         for trace in traces:
             trace.close()

@@ -18,6 +18,7 @@ from .builder import ArtifactCallback, build_trace
 from .compile_id import CompileId
 from .model import Artifact, CompileUnit, Event, Trace
 from .records import CHUNK
+from .redact import Redactor, redacted_source, redaction_note
 from .source import CRC_MISMATCHES, InputError, LogSource, ResolvedInput, resolve_input
 from .stats import SKIP_REASONS, ParseStats
 from .store import PayloadStore
@@ -35,6 +36,7 @@ __all__ = [
     "Trace",
     "load",
     "load_source",
+    "read_log",
     "resolve_input",
     "select_log",
 ]
@@ -130,6 +132,29 @@ def load(
         trace = load_source(log, store=store, export_mode=export_mode, on_bytes=on_bytes)
         trace.notes.extend(resolved.notes)
     return trace
+
+
+def read_log(
+    resolved: ResolvedInput,
+    path: str | os.PathLike[str],
+    *,
+    rank: int | None = None,
+    export_mode: bool | None = None,
+    redactor: Redactor | None = None,
+) -> tuple[Trace, LogSource]:
+    """Read the log ``rank`` picks from ``resolved`` (see :func:`select_log`), redacted as it
+    is read with ``redactor``; the input's notes (redacted too) and the redaction's go on the
+    trace. Returns the trace and the log read (whose bytes are the report's ``raw.log``)."""
+    log = select_log(resolved, rank, path)
+    if redactor is not None:
+        log = redacted_source(log, redactor)
+    trace = load_source(log, export_mode=export_mode)
+    if redactor is None:
+        trace.notes.extend(resolved.notes)
+    else:
+        trace.notes.extend(redactor.text(note) for note in resolved.notes)
+        trace.notes.append(redaction_note(redactor))
+    return trace, log
 
 
 #: Records only draft-export traces have (one regex: half the time of three substring scans).

@@ -22,7 +22,6 @@ from typing import Any, BinaryIO, Literal
 
 from .source import printable_name
 from .worker import WorkerProcess
-from .zip_entries import EntryLog
 
 #: GitHub's limit for a file attached to an issue.
 GITHUB_ATTACHMENT_LIMIT = 25 * 1024 * 1024
@@ -384,42 +383,11 @@ def _add_site_file(
     """
     if name in digests or name == MANIFEST_NAME:
         return
-    digests[name], _ = _zip_site_file(archive, site, name)
-
-
-def _stream_site_file(archive: zipfile.ZipFile, site: Path, name: str, entries: EntryLog) -> None:
-    """:func:`_add_site_file` for a file handed over during the build: its entry goes to
-    ``entries`` (a file handed over twice is written twice, and its first copy stands)."""
-    if name == MANIFEST_NAME:
-        return
-    digest, zipped = _zip_site_file(archive, site, name)
-    if zipped:
-        entries.take(archive, name, digest)
-    else:
-        entries.record(name, None, digest)
-
-
-def _zip_site_file(archive: zipfile.ZipFile, site: Path, name: str) -> tuple[Digest, bool]:
-    """Deflate the site's file ``name`` into ``archive``, or only hash it if it is the
-    input log; its digest, and whether it went into the archive."""
     path = os.path.join(site, name)  # text: a Path apiece would intern every name
     if name == RAW_LOG:
-        return _file_digest(path), False
-    return _add_to_zip(archive, path, f"{site.name}/{name}"), True
-
-
-def _restore_entries(archive: zipfile.ZipFile, entries: EntryLog) -> dict[str, Digest]:
-    """Put the logged entries back into ``archive`` (which writes its directory from them
-    when closed); the digest of each file by name."""
-    digests: dict[str, Digest] = {}
-    for name, info, digest in entries.entries():
-        if name in digests:
-            continue
-        digests[name] = Digest(digest)
-        if info is not None:
-            archive.filelist.append(info)
-            archive.NameToInfo[info.filename] = info
-    return digests
+        digests[name] = _file_digest(path)
+    else:
+        digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")
 
 
 def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> None:
@@ -430,20 +398,14 @@ def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> 
     reading names until the end so that the builder never blocks on a full pipe).
     """
     failure = None
-    entries = EntryLog(f"{tmp}.entries")  # not in memory while the site is built
-    try:
-        archive = _open_zip(Path(tmp), "w")
-        with archive:
-            while isinstance(message := inbox.recv(), str):
-                if failure is None:
-                    try:
-                        _stream_site_file(archive, Path(site), message, entries)
-                    except Exception as error:
-                        failure = f"{message}: {error}"
-            digests = _restore_entries(archive, entries)  # for its central directory
-        del archive  # its entries: _complete_zip reads them again from the file
-    finally:
-        entries.close()
+    digests: dict[str, Digest] = {}
+    with _open_zip(Path(tmp), "w") as archive:
+        while isinstance(message := inbox.recv(), str):
+            if failure is None:
+                try:
+                    _add_site_file(archive, Path(site), message, digests)
+                except Exception as error:
+                    failure = f"{message}: {error}"
     if failure is None:
         try:
             _complete_zip(Path(site), Path(tmp), digests, "a", **message)

@@ -94,7 +94,7 @@ def dynamo_guards(ctx: RecordContext) -> None:
     except ValueError:
         guards = None
     if not isinstance(guards, list):
-        ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "dynamo_guards: not a list")
+        ctx.find("bad_payload", "dynamo_guards: not a list")
         ctx.keep_event()
         return
     ctx.emit("dynamo_guards", ".html", body=BODY_PAGE, encoding="json")
@@ -133,8 +133,8 @@ def keep_metrics(ctx: RecordContext) -> None:
     if not isinstance(meta, dict):
         return
     version = meta.get("pytorch_version")
-    if ctx.builder.trace.torch_version is None and isinstance(version, str):
-        ctx.builder.trace.torch_version = version  # torch with no torch_version artifact
+    if ctx.trace.torch_version is None and isinstance(version, str):
+        ctx.trace.torch_version = version  # torch with no torch_version artifact
     bad = [key for key, value in meta.items() if not metric_value_ok(key, value)]
     for key in bad:
         ctx.bad_field(key, meta[key])
@@ -150,8 +150,8 @@ def keep_metrics(ctx: RecordContext) -> None:
         envelope = json.dumps({ctx.record.event_type: kept}, ensure_ascii=True, default=str)
         stored = envelope.encode("utf-8")
     else:
-        stored = ctx.builder.envelope_json(ctx.record)
-    event.metadata = StoredJson(ctx.builder.trace.store, stored, ctx.record.event_type)
+        stored = ctx.envelope_json()
+    event.metadata = StoredJson(ctx.trace.store, stored, ctx.record.event_type)
 
 
 #: Config snapshots a metrics record carries (JSON text each; torch 2.13+ logs all four).
@@ -202,7 +202,7 @@ def artifact(ctx: RecordContext) -> None:
         detail = f"artifact {name!r} with encoding {encoding!r}"
         if too_deep:
             detail += f": JSON nested more than {MAX_JSON_DEPTH} levels deep"
-        ctx.builder.trace.stats.find("bad_payload", ctx.record.line, detail)
+        ctx.find("bad_payload", detail)
         ctx.keep_event()
         return
     if encoding == "string":
@@ -214,7 +214,7 @@ def artifact(ctx: RecordContext) -> None:
         # (or an empty readable_url when the JSON does not decode); we keep both quirks.
         if _decodes_as_object(ctx.payload):
             output.readable_path = output.path.removesuffix(".json") + "_readable.html"
-            output.listed_number = ctx.builder.next_number()
+            output.listed_number = ctx.next_number()
         else:
             output.readable_path = ""
     if name == "torch_version":
@@ -223,7 +223,7 @@ def artifact(ctx: RecordContext) -> None:
         except (ValueError, AttributeError):
             version = None
         if isinstance(version, str):
-            ctx.builder.trace.torch_version = version
+            ctx.trace.torch_version = version
 
 
 @handles("memoizer_artifacts")
@@ -251,13 +251,9 @@ def dump_file(ctx: RecordContext) -> None:
     name = ctx.field("name", str, "")
     match = EVAL_WITH_KEY.search(name)
     stem = f"eval_with_key_{match.group(1)}" if match else safe_name(name)
-    dump_files = ctx.builder.trace.dump_files
+    dump_files = ctx.trace.dump_files
     known = dump_files.get(name)
-    path = (
-        known.path
-        if known and known.path
-        else ctx.builder.dump_paths.claim(f"dump_file/{stem}", ".html")
-    )
+    path = known.path if known and known.path else ctx.claim_dump_path(f"dump_file/{stem}", ".html")
     output = ctx.emit_global(path, name=name, body=BODY_PAGE)
     dump_files[name] = output
 
@@ -296,25 +292,25 @@ def chromium_event(ctx: RecordContext) -> None:
     text = ctx.payload or ""
     mark = _phase_mark(text)
     if mark is not None:
-        ctx.builder.chromium_phase(ctx.record, *mark)
+        ctx.chromium_phase(*mark)
     event: Any = None
     if '"inductor_compile"' in text:  # a few per compile: they say forward or backward
         with contextlib.suppress(ValueError):
             event = loads_bounded(text)
-            ctx.builder.inductor_compile_event(ctx.unit, event)
+            ctx.inductor_compile_event(event)
     heavy = _bracket_heavy(ctx.record.payload_bytes)
-    fast = ctx.builder.fast_paths and ctx.record.md5_ok and not _not_plain_json(text)
-    if fast and ctx.builder.trace.year is not None and not heavy:
+    fast = ctx.fast_paths and ctx.record.md5_ok and not _not_plain_json(text)
+    if fast and ctx.trace.year is not None and not heavy:
         # an intact payload is the JSON torch wrote (indent=0): newlines only separate tokens
-        ctx.builder.add_chromium_json(text.replace("\n", ""))
+        ctx.add_chromium_json(text.replace("\n", ""))
         return
     if event is None:  # not decoded above
         try:
             event = loads_bounded(text)
         except ValueError:
-            ctx.builder.trace.stats.find("bad_payload", ctx.record.line, "chromium_event: bad JSON")
+            ctx.find("bad_payload", "chromium_event: bad JSON")
             return
-    ctx.builder.add_chromium_event(event)
+    ctx.add_chromium_event(event)
 
 
 def _not_plain_json(text: str) -> bool:
@@ -356,7 +352,7 @@ def symbolic(ctx: RecordContext) -> None:
     stacks = {key: frames for key in ("stack", "user_stack") if (frames := ctx.stack(key))}
     if stacks:
         event.stacks = stacks
-    if ctx.builder.trace.export_mode and is_export_guard(event.type, event.meta):
+    if ctx.trace.export_mode and is_export_guard(event.type, event.meta):
         ctx.emit("symbolic_guard_information", ".html", body=BODY_PAGE)
 
 
@@ -369,7 +365,7 @@ def is_export_guard(event_type: str, meta: dict) -> bool:
 
 @handles(*DESCRIBE_TYPES)
 def describe(ctx: RecordContext) -> None:
-    ctx.builder.spill_describe(ctx)
+    ctx.keep_describe()
 
 
 @handles("export")
@@ -381,7 +377,7 @@ def export_start(ctx: RecordContext) -> None:
 
 @handles("exported_program")
 def exported_program(ctx: RecordContext) -> None:
-    if ctx.builder.trace.export_mode:
+    if ctx.trace.export_mode:
         ctx.emit("exported_program", ".txt")
     else:
         ctx.keep_event()
@@ -389,8 +385,8 @@ def exported_program(ctx: RecordContext) -> None:
 
 def generic_handler(ctx: RecordContext) -> None:
     """Unknown event types are kept, counted and shown generically, never dropped."""
-    ctx.builder.trace.stats.unknown_events[ctx.record.event_type] += 1
-    ctx.builder.trace.stats.find("unknown_event", ctx.record.line, ctx.record.event_type)
+    ctx.trace.stats.unknown_events[ctx.record.event_type] += 1
+    ctx.find("unknown_event", ctx.record.event_type)
     ctx.keep_event()
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from .analysis import compile_time, views
 from .compile_id import CompileId
 from .frames import Frame, InternTable
 from .records import loads_bounded
@@ -332,15 +333,11 @@ class Trace:
     # -- analysis views (see tlsite.core.analysis) ----------------------------------------------
     @property
     def graph_breaks(self) -> list[GraphBreak]:
-        from .analysis.views import graph_breaks
-
-        return graph_breaks(self)
+        return views.graph_breaks(self)
 
     @property
     def recompiles(self) -> list[Recompile]:
-        from .analysis.views import recompiles
-
-        return recompiles(self)
+        return views.recompiles(self)
 
     @property
     def failures(self) -> list[Failure]:
@@ -350,9 +347,7 @@ class Trace:
 
     @property
     def compile_times(self) -> list[CompileTime]:
-        from .analysis.compile_time import compile_times
-
-        return compile_times(self)
+        return compile_time.compile_times(self)
 
     def close(self) -> None:
         self.store.close()

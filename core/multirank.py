@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -38,6 +36,7 @@ from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
 from .records import is_finite_number, loads_bounded
 from .source import LogSource, ResolvedInput, _rank_of
+from .worker import run_tasks
 
 #: Cache statuses from strongest to weakest (a compile id's status is its strongest lookup).
 CACHE_STRENGTH = ("miss", "hit", "bypass")
@@ -519,14 +518,10 @@ def load_ranks(
                 if on_rank is not None:
                     on_rank(summaries[-1])
         else:
-            # the platform's default start method, as the highlight workers use: "fork" on
-            # Linux, which needs no `if __name__ == "__main__"` guard in the calling script
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context()) as pool:
-                futures = [pool.submit(_run_task, task) for task in tasks]
-                for future in as_completed(futures):
-                    summaries.append(future.result())
-                    if on_rank is not None:
-                        on_rank(summaries[-1])
+            for summary in run_tasks("tlsite.core.multirank:_run_task", tasks, workers):
+                summaries.append(summary)
+                if on_rank is not None:
+                    on_rank(summary)
     except BaseException:
         if owned:
             remove_scratch(work)

@@ -11,13 +11,17 @@ list (one the user added) is not replaced either.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from .bundle import MANIFEST_NAME, site_listing
+from .cleanup import make_scratch, mark_for_removal, remove_scratch, remove_stale
 
 #: The first line of the ``mkdocs.yml`` that ``tlsite markdown`` writes.
 MARKDOWN_HEADER = (
@@ -27,6 +31,20 @@ MARKDOWN_HEADER = (
 #: How a manifest tlsite wrote starts (``generator`` is its first key).
 _MANIFEST_START = re.compile(rb'\A\{\s*"generator": "tlsite ')
 _HEAD_BYTES = 512
+
+
+@dataclass
+class BuildOutcome:
+    """What a build made, for the terminal summary and ``--strict``."""
+
+    site: Path
+    bundle: Path | None
+    bundle_size: int
+    seconds: float
+    summary: str
+    clean: bool
+    bundle_format: str = "zip"
+    why_not_clean: str = ""  # what --strict fails on, when not clean
 
 
 class OutputRefused(Exception):
@@ -147,3 +165,48 @@ def check_replaceable(
     reason = refusal(out, inputs=inputs, bundle=bundle)
     if reason is not None:
         raise OutputRefused(reason)
+
+
+@contextlib.contextmanager
+def staging_for(
+    out: Path, *, inputs: Iterable[str | Path] = (), bundle: str = "none"
+) -> Iterator[Path]:
+    """A new folder beside ``out`` to build the output in, removed when the block ends.
+
+    First checks that ``out`` may be replaced (:func:`check_replaceable`) and removes what
+    killed builds left beside it and in the temporary folder. Build into a folder inside
+    the staging folder, then :func:`swap_into_place` it: a failed build leaves ``out`` as it was.
+    """
+    check_replaceable(out, inputs=inputs, bundle=bundle)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for folder in (out.parent, None):  # None: the temporary folder
+        remove_stale(folder)
+    staging = make_scratch("staging", out.parent, prefix=f".{out.name}.")
+    try:
+        yield staging
+    finally:
+        remove_scratch(staging)
+
+
+def swap_into_place(built: Path, out: Path) -> None:
+    """Replace ``out`` with ``built`` so a failed build never leaves a half-written output.
+
+    The old ``out`` is moved aside first, and moved back if ``built`` cannot take its place.
+    """
+    old = None
+    if out.exists() or out.is_symlink():
+        old = out.with_name(f".{out.name}.tlsite-old-{os.getpid()}")
+        os.replace(out, old)
+    try:
+        os.replace(built, out)
+    except BaseException:
+        if old is not None:
+            os.replace(old, out)
+        raise
+    if old is None:
+        return
+    if old.is_dir() and not old.is_symlink():
+        mark_for_removal(old)  # a build killed while this is removed leaves it to the next build
+        remove_scratch(old)
+    else:
+        old.unlink(missing_ok=True)

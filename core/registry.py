@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .frames import Frame, read_stack
-from .model import BODY_PAYLOAD, Artifact, CompileUnit, Event
+from .model import BODY_PAYLOAD, Artifact, CompileUnit, Event, Trace
 from .records import Record
 from .store import PayloadRef
 
@@ -67,10 +67,11 @@ def safe_name(name: str) -> str:
 
 
 class RecordContext:
-    """What a handler sees: the record, its compile unit, and ways to add to the model."""
+    """What a handler sees: the record, its compile unit, the model being built, and ways to
+    add to it. It is the whole handler API: handlers never reach into the builder."""
 
     def __init__(self, builder: TraceBuilder, record: Record, unit: CompileUnit) -> None:
-        self.builder = builder
+        self._builder = builder
         self.record = record
         self.unit = unit
         self.payload_file: str | None = None  # last output whose body is the payload
@@ -95,12 +96,28 @@ class RecordContext:
 
     def bad_field(self, key: str, value: Any) -> None:
         """Note on Parse health that field ``key`` has a value of the wrong type (ignored)."""
-        self.builder.trace.stats.find(
-            "bad_field", self.record.line, f"{self.record.event_type}.{key}: {value!r:.200}"
-        )
+        self.find("bad_field", f"{self.record.event_type}.{key}: {value!r:.200}")
+
+    def find(self, reason: str, detail: str) -> None:
+        """Note a finding about this record on Parse health (see ``ParseStats.find``)."""
+        self._builder.trace.stats.find(reason, self.record.line, detail)
+
+    @property
+    def trace(self) -> Trace:
+        """The trace being built (its facts a handler may read or set)."""
+        return self._builder.trace
+
+    @property
+    def fast_paths(self) -> bool:
+        """Whether the record's text may be kept as logged instead of encoded anew."""
+        return self._builder.fast_paths
+
+    def envelope_json(self) -> bytes:
+        """The record's envelope as one line of UTF-8 JSON (see ``TraceBuilder.envelope_json``)."""
+        return self._builder.envelope_json(self.record)
 
     def stack(self, key: str) -> list[Frame]:
-        return read_stack(self.meta.get(key), self.builder.reader_strings)
+        return read_stack(self.meta.get(key), self._builder.reader_strings)
 
     @property
     def payload(self) -> str | None:
@@ -109,7 +126,7 @@ class RecordContext:
     @property
     def payload_ref(self) -> PayloadRef | None:
         if self._payload_ref is None and self.record.payload_bytes is not None:
-            self._payload_ref = self.builder.trace.store.put_bytes(
+            self._payload_ref = self._builder.trace.store.put_bytes(
                 self.record.payload_bytes, self.record.payload_md5
             )
         return self._payload_ref
@@ -126,8 +143,8 @@ class RecordContext:
         metadata: dict[str, Any] | None = None,
     ) -> Artifact:
         """Add a numbered output ``<compile folder>/<stem>_<N><ext>`` (tlparse's naming)."""
-        number = self.builder.next_number()
-        folder = self.builder.folder_for(self.record)
+        number = self._builder.next_number()
+        folder = self._builder.folder_for(self.record)
         subgraph = self.record.envelope.get("subgraph_name")
         if isinstance(subgraph, str) and subgraph:  # regional Inductor: which region compiled
             metadata = {**(metadata or {}), "subgraph_name": subgraph}
@@ -152,7 +169,7 @@ class RecordContext:
     def emit_global(self, path: str, *, name: str, body: str) -> Artifact:
         """Add a numbered output at a fixed path (dump_file pages), listed under this unit."""
         artifact = Artifact(
-            number=self.builder.next_number(),
+            number=self._builder.next_number(),
             kind=self.record.event_type,
             name=name,
             path=path,
@@ -166,7 +183,7 @@ class RecordContext:
 
     def emit_link(self, name: str, url: str) -> Artifact:
         artifact = Artifact(
-            number=self.builder.next_number(),
+            number=self._builder.next_number(),
             kind="link",
             name=name,
             path=None,
@@ -176,6 +193,34 @@ class RecordContext:
         )
         self.unit.artifacts.append(artifact)
         return artifact
+
+    def next_number(self) -> int:
+        """The next output number (tlparse numbers every output of a trace in one sequence)."""
+        return self._builder.next_number()
+
+    def claim_dump_path(self, stem: str, ext: str) -> str:
+        """A path of its own for a dump_file page (see ``handlers.PathClaims``)."""
+        return self._builder.dump_paths.claim(stem, ext)
+
+    def keep_describe(self) -> None:
+        """Keep this describe_* record on disk, found through the unit."""
+        self._builder.spill_describe(self)
+
+    def chromium_phase(self, begins: bool, name: str) -> None:
+        """A phase of this record's compile began or ended (see ``TraceBuilder``)."""
+        self._builder.chromium_phase(self.record, begins, name)
+
+    def inductor_compile_event(self, event: Any) -> None:
+        """Label this unit's artifacts with the graph an ``inductor_compile`` span compiled."""
+        self._builder.inductor_compile_event(self.unit, event)
+
+    def add_chromium_json(self, text: str) -> None:
+        """Keep one chromium event given as one line of JSON text."""
+        self._builder.add_chromium_json(text)
+
+    def add_chromium_event(self, event: Any) -> None:
+        """Keep one decoded chromium event."""
+        self._builder.add_chromium_event(event)
 
     def keep_event(self, *, into: str = "events") -> Event:
         """Keep the record as an :class:`Event` on the unit (``events`` or ``metrics``).

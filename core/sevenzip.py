@@ -1,5 +1,6 @@
-"""7z archives as trace inputs (see :mod:`.source`), kept apart because py7zr takes longer to
-import than the rest of the reader: only a build that opens a .7z pays for it.
+"""py7zr behind the few calls :mod:`.source` makes to read a 7z input, kept apart because
+py7zr takes longer to import than the rest of the reader: only a build that opens a .7z
+pays for it. What is accepted (members, sizes, limits) is decided in :mod:`.source`.
 
 py7zr has no streaming member API, so the chosen members are extracted into the input's
 scratch folder through a writer that stops past the unpacked-size budget.
@@ -7,7 +8,6 @@ scratch folder through a writer that stops past the unpacked-size budget.
 
 from __future__ import annotations
 
-import functools
 import threading
 from pathlib import Path, PurePosixPath
 
@@ -15,30 +15,8 @@ import py7zr
 import py7zr.exceptions
 import py7zr.io
 
-from .source import (
-    _DATA_ERRORS,
-    InputError,
-    LogSource,
-    ResolvedInput,
-    _check_entry_count,
-    _check_member,
-    _check_unique,
-    _check_unpacked,
-    _choose,
-    _Entry,
-    _FileOpener,
-    _gzip_or_plain,
-    _human,
-    _inner_limit,
-    _Limits,
-    _read_head,
-    _Scratch,
-    _unpacked_size,
-    archive_budget,
-)
-
-_7Z_ERRORS = (
-    *_DATA_ERRORS,
+#: What py7zr raises on a damaged or unsupported archive.
+ERRORS = (
     py7zr.exceptions.ArchiveError,
     py7zr.exceptions.PasswordRequired,
     py7zr.exceptions.AbsolutePathError,
@@ -49,8 +27,8 @@ _7Z_ERRORS = (
 )
 
 
-class _OverBudget(Exception):
-    pass
+class OverBudget(Exception):
+    """Extraction passed the unpacked-size budget."""
 
 
 class _CappedWriter(py7zr.io.Py7zIO):
@@ -105,85 +83,27 @@ class _CappedWriterFactory(py7zr.io.WriterFactory):
         with self._lock:
             self.written += n
             if self.written > self.budget:
-                raise _OverBudget
+                raise OverBudget
 
 
-def resolve_7z(path: str, shown: str, label: str, latest: bool, limits: _Limits) -> ResolvedInput:
-    try:
-        with py7zr.SevenZipFile(path, "r") as sz:
-            return _resolve_open_7z(sz, path, shown, label, latest, limits)
-    except _7Z_ERRORS as exc:
-        raise InputError(f"{shown}: corrupt or unsupported 7z archive ({exc})") from exc
+def open_archive(path: str) -> py7zr.SevenZipFile:
+    return py7zr.SevenZipFile(path, "r")
 
 
-def _resolve_open_7z(
-    sz: py7zr.SevenZipFile, path: str, shown: str, label: str, latest: bool, limits: _Limits
-) -> ResolvedInput:
-    if sz.needs_password():
-        raise InputError(f"{shown}: encrypted 7z archives are not supported")
-    infos = sz.list()
-    _check_entry_count(shown, len(infos), limits)
-    for fi in infos:
-        _check_member(shown, fi.filename, symlink=fi.is_symlink)
-        if not (fi.is_file or fi.is_directory):
-            raise InputError(f"{shown}: member {fi.filename!r} is not a regular file; refused")
-    members = [fi for fi in infos if fi.is_file]
-    _check_unique(shown, [fi.filename for fi in members])
-    files = [
-        _Entry(fi.filename, fi.uncompressed, fi.creationtime.timestamp() if fi.creationtime else 0)
-        for fi in members
-    ]
-    choice = _choose(shown, files, len(members), latest, archive=True)
-    budget = archive_budget(path, limits)
-    _check_unpacked(shown, choice.chosen, budget)
-    scratch = _Scratch()
-    try:
-        extracted = _extract_7z(sz, shown, [e.name for e, _ in choice.chosen], scratch, budget)
-        logs = []
-        for entry, rank in choice.chosen:
-            display = f"{label}:{entry.name}"
-            file = str(extracted[entry.name])
-            head = _read_head(file, display)
-            gzipped = _gzip_or_plain(display, head, functools.partial(open, file, "rb"))
-            breaks: list[str] = []
-            limit = _inner_limit(budget, choice.chosen, entry)
-            opener = _FileOpener(file, display, gzipped, scratch, None, breaks, limit)
-            size = _unpacked_size(opener) if gzipped else entry.size
-            logs.append(LogSource(display, opener, rank, size, breaks))
-    except BaseException:
-        scratch.close()
-        raise
-    return ResolvedInput(
-        logs=logs,
-        ignored=choice.ignored,
-        notes=choice.notes,
-        is_multi_rank=choice.multi_rank,
-        _scratch=[scratch],
-    )
-
-
-def _extract_7z(
-    sz: py7zr.SevenZipFile, shown: str, names: list[str], scratch: _Scratch, budget: int
-) -> dict[str, Path]:
-    """Extract the named members into ``scratch``; returns member name → file on disk."""
-    root = scratch.path / "extract"
+def extract(
+    sz: py7zr.SevenZipFile, names: list[str], root: Path, spool: Path, budget: int
+) -> dict[str, Path | None]:
+    """Extract the named members below ``root`` (files numbered in ``spool``), at most
+    ``budget`` bytes (else :class:`OverBudget`); member name → its file (None: not found)."""
     root.mkdir()
-    factory = _CappedWriterFactory(scratch.path, budget)
-    try:
-        sz.extract(path=root, targets=names, factory=factory)
-    except _OverBudget as exc:
-        raise InputError(
-            f"{shown}: unpacks to more than the {_human(budget)} limit; refused"
-        ) from exc
-    extracted: dict[str, Path] = {}
+    factory = _CappedWriterFactory(spool, budget)
+    sz.extract(path=root, targets=names, factory=factory)
+    extracted: dict[str, Path | None] = {}
     for name in names:
         # py7zr names the output after the member, below `root`, with "./" parts dropped.
         parts = [p for p in PurePosixPath(name).parts if p != "."]
-        key = root.joinpath(*parts).as_posix()
-        file = factory.files.get(key)
+        file = factory.files.get(root.joinpath(*parts).as_posix())
         if file is None and len(names) == 1 and len(factory.files) == 1:
             file = next(iter(factory.files.values()))
-        if file is None:
-            raise InputError(f"{shown}: could not extract member {name!r}")
         extracted[name] = file
     return extracted

@@ -44,8 +44,8 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import PurePosixPath
-from typing import BinaryIO
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
 
 from .cleanup import make_scratch, remove_scratch
 from .records import HEADER, HEADER_WINDOW
@@ -918,9 +918,7 @@ def _resolve_file(
     if kind == "zip":
         return _resolve_zip(path, shown, label, latest, limits, keep_alive)
     if kind == "7z":
-        from .sevenzip import resolve_7z  # py7zr is slow to import: only for 7z archives
-
-        return resolve_7z(path, shown, label, latest, limits)
+        return _resolve_7z(path, shown, label, latest, limits)
     gzipped = _gzip_or_plain(shown, head, functools.partial(open, path, "rb"))
     breaks: list[str] = []
     opener = _FileOpener(path, label, gzipped, keep_alive, size, breaks)
@@ -1176,3 +1174,79 @@ def _resolve_open_zip(
         notes=choice.notes,
         is_multi_rank=choice.multi_rank,
     )
+
+
+def _resolve_7z(path: str, shown: str, label: str, latest: bool, limits: _Limits) -> ResolvedInput:
+    from . import sevenzip  # py7zr is slow to import: only for 7z archives
+
+    try:
+        with sevenzip.open_archive(path) as sz:
+            return _resolve_open_7z(sz, path, shown, label, latest, limits)
+    except (*_DATA_ERRORS, *sevenzip.ERRORS) as exc:
+        raise InputError(f"{shown}: corrupt or unsupported 7z archive ({exc})") from exc
+
+
+def _resolve_open_7z(
+    sz: Any, path: str, shown: str, label: str, latest: bool, limits: _Limits
+) -> ResolvedInput:
+    if sz.needs_password():
+        raise InputError(f"{shown}: encrypted 7z archives are not supported")
+    infos = sz.list()
+    _check_entry_count(shown, len(infos), limits)
+    for fi in infos:
+        _check_member(shown, fi.filename, symlink=fi.is_symlink)
+        if not (fi.is_file or fi.is_directory):
+            raise InputError(f"{shown}: member {fi.filename!r} is not a regular file; refused")
+    members = [fi for fi in infos if fi.is_file]
+    _check_unique(shown, [fi.filename for fi in members])
+    files = [
+        _Entry(fi.filename, fi.uncompressed, fi.creationtime.timestamp() if fi.creationtime else 0)
+        for fi in members
+    ]
+    choice = _choose(shown, files, len(members), latest, archive=True)
+    budget = archive_budget(path, limits)
+    _check_unpacked(shown, choice.chosen, budget)
+    scratch = _Scratch()
+    try:
+        extracted = _extract_7z(sz, shown, [e.name for e, _ in choice.chosen], scratch, budget)
+        logs = []
+        for entry, rank in choice.chosen:
+            display = f"{label}:{entry.name}"
+            file = str(extracted[entry.name])
+            head = _read_head(file, display)
+            gzipped = _gzip_or_plain(display, head, functools.partial(open, file, "rb"))
+            breaks: list[str] = []
+            limit = _inner_limit(budget, choice.chosen, entry)
+            opener = _FileOpener(file, display, gzipped, scratch, None, breaks, limit)
+            size = _unpacked_size(opener) if gzipped else entry.size
+            logs.append(LogSource(display, opener, rank, size, breaks))
+    except BaseException:
+        scratch.close()
+        raise
+    return ResolvedInput(
+        logs=logs,
+        ignored=choice.ignored,
+        notes=choice.notes,
+        is_multi_rank=choice.multi_rank,
+        _scratch=[scratch],
+    )
+
+
+def _extract_7z(
+    sz: Any, shown: str, names: list[str], scratch: _Scratch, budget: int
+) -> dict[str, Path]:
+    """Extract the named members into ``scratch``; returns member name → file on disk."""
+    from . import sevenzip
+
+    try:
+        extracted = sevenzip.extract(sz, names, scratch.path / "extract", scratch.path, budget)
+    except sevenzip.OverBudget as exc:
+        raise InputError(
+            f"{shown}: unpacks to more than the {_human(budget)} limit; refused"
+        ) from exc
+    files: dict[str, Path] = {}
+    for name, file in extracted.items():
+        if file is None:
+            raise InputError(f"{shown}: could not extract member {name!r}")
+        files[name] = file
+    return files

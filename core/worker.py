@@ -1,13 +1,17 @@
-"""Helper processes for the CPU work that overlaps a build (highlighting, the zip bundle).
+"""Helper processes: the one way tlsite runs work beside the build (highlighting, the zip
+bundle, the ranks of a job).
 
 A :class:`WorkerProcess` is a fresh interpreter (``python -c``) that runs one *service*, a
 function named ``"package.module:function"``, with two pipe ends wrapped as
-:class:`multiprocessing.connection.Connection` objects. It is deliberately not
-:mod:`multiprocessing`'s process machinery: that starts a fork server and a resource tracker
-(two more processes) and re-imports the caller's ``__main__`` in every child, which breaks
-scripts that call tlsite without an ``if __name__ == "__main__"`` guard. A worker costs one
-interpreter start and the imports of its service's module, and shares nothing with the
-build process, so its memory stays small however big the trace is.
+:class:`multiprocessing.connection.Connection` objects; :func:`run_tasks` runs a function
+over picklable tasks in a few of them. It is deliberately not :mod:`multiprocessing`'s
+process machinery: ``fork`` (its default on Linux before Python 3.14) copies a process whose
+other threads (the progress bar, a worker's feeder) may hold locks, and ``forkserver`` (the
+default from 3.14) and ``spawn`` start more processes and re-import the caller's
+``__main__`` in every child, which breaks scripts that call tlsite without an
+``if __name__ == "__main__"`` guard. A new interpreter is safe whatever the start method.
+A worker costs one interpreter start and the imports of its service's module, and shares
+nothing with the build process, so its memory stays small however big the trace is.
 
 :meth:`WorkerProcess.send` never blocks: a thread of the build process feeds the worker's
 pipe. A pipe holds 64 kB; a build that sends faster than the worker works (the reader hands
@@ -19,11 +23,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import pickle
 import queue
 import subprocess
 import sys
 import threading
-from multiprocessing.connection import Connection
+import traceback
+from collections.abc import Iterator, Sequence
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 # The child puts the parent's sys.path first (tlsite may be importable only through it),
@@ -77,6 +84,11 @@ class WorkerProcess:
         """The worker's next answer; ``EOFError`` if it has gone."""
         return self._inbox.recv()
 
+    @property
+    def answers(self) -> Connection:
+        """The connection its answers arrive on (to wait on several workers at once)."""
+        return self._inbox
+
     def end_input(self) -> None:
         """Send nothing more: the worker finishes once it has read what was queued."""
         if self._feeder.is_alive():
@@ -107,9 +119,6 @@ class WorkerProcess:
 
 def _serve(argv: list[str]) -> None:
     """Child side: import the service and run it on the two pipe ends."""
-    from .allocator import return_big_blocks_on_free
-
-    return_big_blocks_on_free()  # a worker reads and writes megabyte chunks
     service, read_fd, write_fd, *args = argv
     module_name, function_name = service.split(":")
     function = getattr(importlib.import_module(module_name), function_name)
@@ -122,3 +131,72 @@ def _serve(argv: list[str]) -> None:
     finally:
         outbox.close()
         inbox.close()
+
+
+def run_tasks(function: str, tasks: Sequence[Any], workers: int) -> Iterator[Any]:
+    """``function(task)`` for each task, in up to ``workers`` helper processes; the results
+    in the order they come.
+
+    ``function`` is named ``"package.module:function"``; tasks and results are pickled. A
+    task that raises ends the run with its error (as it was, or as a :class:`RuntimeError`
+    carrying the helper's traceback when it cannot be pickled); so does a helper that dies.
+    """
+    todo = iter(tasks)
+    pool = [WorkerProcess(_TASK_SERVICE, function) for _ in range(min(workers, len(tasks)))]
+    busy: dict[Connection, WorkerProcess] = {}
+    try:
+        for worker in pool:
+            _next_task(worker, todo, busy)
+        while busy:
+            for answers in wait(list(busy)):
+                worker = busy.pop(answers)  # type: ignore[arg-type]
+                try:
+                    failed, value = worker.receive()
+                except (EOFError, OSError) as error:
+                    raise RuntimeError(f"a helper process stopped: {error!r}") from error
+                if failed:
+                    raise value
+                _next_task(worker, todo, busy)
+                yield value
+    except BaseException:
+        for worker in pool:
+            worker.stop()
+        raise
+    finally:
+        for worker in pool:
+            worker.close()
+
+
+_TASK_SERVICE = "tlsite.core.worker:_task_service"
+
+
+def _next_task(worker: WorkerProcess, todo: Iterator[Any], busy: dict[Connection, Any]) -> None:
+    """Give ``worker`` the next task, if any is left (else it is told to finish)."""
+    task = next(todo, _END_OF_INPUT)
+    if task is _END_OF_INPUT:
+        worker.end_input()
+        return
+    worker.send(task)
+    busy[worker.answers] = worker
+
+
+def _task_service(inbox: Connection, outbox: Connection, function: str) -> None:
+    """Helper side of :func:`run_tasks`: answer ``(failed, result or error)`` per task."""
+    module_name, function_name = function.split(":")
+    run = getattr(importlib.import_module(module_name), function_name)
+    while True:
+        task = inbox.recv()  # EOFError once the input ends: _serve returns
+        try:
+            outbox.send((False, run(task)))
+        except Exception as error:
+            outbox.send((True, _portable(error)))
+
+
+def _portable(error: Exception) -> Exception:
+    """``error`` if it survives pickling, else a RuntimeError with the traceback."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        trace = "".join(traceback.format_exception(error))
+        return RuntimeError(f"failed in a helper process:\n{trace}")
+    return error

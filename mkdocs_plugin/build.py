@@ -17,12 +17,11 @@ from tlsite.core.render.highlight import Highlighter
 from tlsite.core.source import LogSource
 
 from .plugin import TlsitePlugin
-from .prepared import PreparedReport
 from .site_config import build_site, site_config
 
 
 def build_report(
-    report: Trace | PreparedReport,
+    trace: Trace,
     site_dir: Path,
     *,
     raw_log: Path | LogSource | Callable[[], Iterator[bytes]] | None = None,
@@ -32,8 +31,7 @@ def build_report(
     on_file: Callable[[str], None] | None = None,
     highlighter: Highlighter | None = None,
 ) -> TlsitePlugin:
-    """Write the complete site for ``report`` into ``site_dir`` (which must not exist yet):
-    a trace, or a report prepared from one (see :mod:`.prepare_process`).
+    """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet).
 
     ``on_page`` is called after each page is written (for a progress bar).
     ``highlight_workers``: helper processes for highlighting (0: none, all in this process;
@@ -43,8 +41,7 @@ def build_report(
     ``highlighter``: one that has been highlighting the trace's code while it was read.
     """
     plugin = TlsitePlugin(
-        trace=report if isinstance(report, Trace) else None,
-        prepared=report if isinstance(report, PreparedReport) else None,
+        trace=trace,
         raw_log=raw_log,
         on_page=on_page,
         highlight_workers=highlight_workers,
@@ -62,7 +59,7 @@ def build_report(
             docs_dir=str(docs),
             site_dir=str(site_dir),
             # themes print the site name unescaped; the trace's file name is untrusted text
-            site_name=html.escape(site_name or f"tlsite: {report.source}"),
+            site_name=html.escape(site_name or f"tlsite: {trace.source}"),
         )
         build_site(config, config_dir=scratch, extra_plugins={"tlsite": plugin})
     return plugin

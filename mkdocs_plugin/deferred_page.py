@@ -11,7 +11,6 @@ and :meth:`DeferredPage.convert` converts it just before the page is written.
 from __future__ import annotations
 
 import logging
-import sys
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
@@ -42,12 +41,6 @@ class DeferredPage(Page):
         self._body: PayloadRef | None = body
         self._store = store
         self._files: Files | None = None
-        # the attributes MkDocs sets while it converts the page, set now: the instance's
-        # dict takes its final size before pages are written (grown midway, two thousand
-        # of them were scattered among the big pages' garbage and kept it from being freed)
-        self.present_anchor_ids: set[str] | None = None
-        self.links_to_anchors: dict[File, dict[str, str]] | None = None
-        self.update_date = sys.intern(self.update_date)  # the build's date, once
 
     def render(self, config: MkDocsConfig, files: Files) -> None:
         """MkDocs' conversion of every page at once: nothing yet (see :meth:`convert`)."""

@@ -15,7 +15,6 @@ tlsite, and ``DIR/docs`` can be copied into another site's docs folder.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import version
@@ -25,17 +24,10 @@ import yaml
 from mkdocs.theme import Theme
 from mkdocs.utils import get_relative_url
 
-from tlsite.core import InputError, load_source, resolve_input, select_log
-from tlsite.core.cleanup import (
-    make_scratch,
-    mark_for_removal,
-    remove_scratch,
-    remove_stale,
-    unmark,
-)
+from tlsite.core import InputError, read_log, resolve_input
 from tlsite.core.model import Trace
-from tlsite.core.output import MARKDOWN_HEADER, check_replaceable
-from tlsite.core.redact import Redactor, redacted_source, redaction_note
+from tlsite.core.output import MARKDOWN_HEADER, check_replaceable, staging_for, swap_into_place
+from tlsite.core.redact import Redactor
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import render_tree
 
@@ -61,24 +53,10 @@ def write_markdown_tree(
     relative to ``out/docs``.
     """
     out = out.resolve()
-    check_replaceable(out, inputs=inputs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for folder in (out.parent, None):  # what killed exports left (None: the temporary folder)
-        remove_stale(folder)
-    staging = make_scratch("staging", out.parent, prefix=f".{out.name}.")
-    try:
-        pages = _write(trace, staging, raw_log=raw_log, site_name=site_name)
-        old = None
-        if out.exists():
-            old = out.with_name(f".{out.name}.tlsite-old-{os.getpid()}")
-            os.replace(out, old)
-        unmark(staging)  # it becomes the output
-        os.replace(staging, out)
-        if old is not None:
-            mark_for_removal(old)
-            remove_scratch(old)
-    finally:
-        remove_scratch(staging)
+    with staging_for(out, inputs=inputs) as staging:
+        built = staging / out.name
+        pages = _write(trace, built, raw_log=raw_log, site_name=site_name)
+        swap_into_place(built, out)
     return pages
 
 
@@ -155,19 +133,11 @@ def export_markdown(
     Raises :class:`InputError` when no record of it could be read (it is not a trace)."""
     check_replaceable(out, inputs=[path])
     with resolve_input(path, latest=latest) as resolved:
-        log = select_log(resolved, rank, path)
-        if redactor is not None:
-            log = redacted_source(log, redactor)
-        trace = load_source(log, export_mode=export_mode)
+        trace, log = read_log(resolved, path, rank=rank, export_mode=export_mode, redactor=redactor)
         try:
             why = trace.stats.not_a_trace()
             if why is not None:
                 raise InputError(f"{path}: {why}")
-            if redactor is None:
-                trace.notes.extend(resolved.notes)
-            else:
-                trace.notes.extend(redactor.text(note) for note in resolved.notes)
-                trace.notes.append(redaction_note(redactor))
             return write_markdown_tree(trace, out, raw_log=log.chunks, inputs=[path])
         finally:
             trace.close()

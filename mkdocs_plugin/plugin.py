@@ -30,9 +30,9 @@ from mkdocs.plugins import BasePlugin, event_priority
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import nest_paths
 
-from tlsite.core import InputError, ResolvedInput, load_source, resolve_input, select_log
+from tlsite.core import InputError, ResolvedInput, read_log, resolve_input
 from tlsite.core.model import Trace
-from tlsite.core.redact import MODES, Redactor, redacted_source, redaction_note
+from tlsite.core.redact import MODES, Redactor
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
@@ -98,17 +98,15 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         highlight_workers: int | None = None,
         on_file: Callable[[str], None] | None = None,
         highlighter: Highlighter | None = None,
-        prepared: PreparedReport | None = None,
     ) -> None:
         """``on_page`` is called as each page is built; ``on_file`` with the path of each
         file of the report as soon as it is written for good (pages one step late: MkDocs
         writes a page after its last event). ``highlighter``: one already at work on the
         trace's blocks (see :func:`~tlsite.core.render.pages.highlight_ahead`); the plugin
-        closes it. ``prepared``: the report made ready in a helper process, instead of a
-        ``trace`` (see :mod:`.prepare_process`; a site of its own only)."""
+        closes it."""
         super().__init__()
         self._trace = trace
-        self._prepared = prepared
+        self._prepared: PreparedReport | None = None
         self._raw_log = raw_log
         self._on_page = on_page
         self._on_file = on_file
@@ -149,18 +147,16 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             redactor = Redactor(self.config.redact, list(self.config.redact_prefixes))
         resolved = resolve_input(path, latest=self.config.latest)
         try:
-            log = select_log(resolved, self.config.rank, path)
-            if redactor is not None:
-                log = redacted_source(log, redactor)
-            trace = load_source(log, export_mode=self.config.export)
+            trace, log = read_log(
+                resolved,
+                path,
+                rank=self.config.rank,
+                export_mode=self.config.export,
+                redactor=redactor,
+            )
         except BaseException:
             resolved.close()
             raise
-        if redactor is None:
-            trace.notes.extend(resolved.notes)
-        else:
-            trace.notes.extend(redactor.text(note) for note in resolved.notes)
-            trace.notes.append(redaction_note(redactor))
         # raw.log is the bytes read (redacted, if so): the log stays readable until the build ends
         self._resolved = resolved
         self._raw_log = log
@@ -221,7 +217,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
         if not self._embedded:
             # first, so that a zip bundle written meanwhile has them to compress at once
-            self._place_compat(config)
+            self._write_compat(config)
             self._index_search(config)
             _drop_unread_theme_files(files, config)
         report = self._prepare()
@@ -370,21 +366,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         with open(path, "w", encoding="utf-8") as out:
             out.write(report.code_index.javascript())
         self._files_written(config.site_dir, [CODE_INDEX])
-
-    def _place_compat(self, config: MkDocsConfig) -> None:
-        """Put the tlparse-compatible files into the site: written by the process that read
-        the trace (moved in), or written now."""
-        report = self._prepared
-        if report is None or report.files_dir is None:
-            self._write_compat(config)
-            return
-        out = os.path.join(config.site_dir, self.prefix)
-        os.makedirs(out, exist_ok=True)
-        for name in os.listdir(report.files_dir):
-            os.replace(os.path.join(report.files_dir, name), os.path.join(out, name))
-        os.rmdir(report.files_dir)
-        self._files_written(out, report.files)
-        report.files = []
 
     def _write_compat(self, config: MkDocsConfig) -> None:
         """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""

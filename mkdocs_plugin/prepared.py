@@ -1,12 +1,8 @@
 """A report made ready for MkDocs: what the site build needs of a trace, and no more.
 
 A :class:`PreparedReport` is the trace's pages with their Markdown bodies and code blocks
-parked in the payload store, the navigation, the distinct code blocks to highlight and, when
-a helper process prepared it, the tlparse-compatible files it wrote. It is small (a few
-hundred bytes per page) and
-picklable, so that a big trace can be read and prepared in a helper process
-(:mod:`.prepare_process`) whose memory, fragmented by the reading, goes back to the system
-with it: the build process then starts MkDocs on a clean heap.
+parked in the payload store, the navigation and the distinct code blocks to highlight: a
+few hundred bytes per page in memory, whatever the size of the pages.
 """
 
 from __future__ import annotations
@@ -46,10 +42,6 @@ class PreparedReport:
     code_blocks: list[CodeBlock]
     code_bytes: int  # the code of every block of every page (repeats included)
     store_root: str
-    #: the tlparse files (relative paths) already written into ``files_dir``, if any: the
-    #: site build moves them into the site
-    files: list[str] = field(default_factory=list)
-    files_dir: str | None = None
     #: the words of the pages' code that search finds (written as search/code_index.js)
     code_index: CodeIndex = field(default_factory=CodeIndex)
     found: str = ""  # what the report found, for the terminal (see SiteTree.found)
@@ -59,12 +51,6 @@ class PreparedReport:
         """Close the store (which removes its folder if this process owns it)."""
         if self.store is not None:
             self.store.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled without the store: the receiving process opens the store's folder anew."""
-        state = dict(self.__dict__)
-        state["store"] = None
-        return state
 
 
 def split_front_matter(markdown: str) -> tuple[str, str] | None:

@@ -3,12 +3,9 @@
 - highlighting in worker processes vs in the build process: byte-identical pages;
 - highlighting ahead, while the trace is read, vs once the pages are known: the blocks
   guessed from each artifact are exactly the blocks the pages show, and the sites are equal;
-- a big trace read and prepared in a helper process vs in the build process (plain,
-  gzipped and zipped logs): the same site and zip bundle;
 - templates compiled from Jinja's bytecode cache vs compiled afresh: identical pages;
 - the zip bundle compressed during the build (files handed over as they are final) vs the
-  zip of the finished site: the same entries, byte for byte, with the same directory fields
-  (the streamed zip keeps its entries on disk until it is closed);
+  zip of the finished site: the same entries, byte for byte, with the same directory fields;
 - the gap-skipping highlighter (``fastlex.html_lines``) vs the plain one (``fastlex.tokens``
   rendered token by token): the same HTML for every artifact of every corpus trace and for
   generated text full of quotes, comments, keywords, numbers and entities;
@@ -42,6 +39,7 @@ from tlsite.core.render import fastlex, templating
 from tlsite.core.render.highlight import CodeBlock, _token_lines
 from tlsite.core.render.pages import dump_blocks, highlight_ahead, load_blocks, render_tree
 from tlsite.core.stats import ParseStats
+from tlsite.mkdocs_plugin import pipeline
 from tlsite.mkdocs_plugin.build import build_report
 
 TRAINING = sorted((TORCH_213 / "training").glob("*.log"))[0]
@@ -132,11 +130,11 @@ def _built_with_and_without(
     bundle: str,
     read: Callable[[Path], dict[str, bytes]],
 ) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """``read(out)`` of the training trace built with the fast path that ``cli.<threshold>``
+    """``read(out)`` of the training trace built with the fast path that ``pipeline.<threshold>``
     (a trace size) turns on, then without it."""
     results = []
     for name, size in (("with", 0), ("without", 1 << 62)):
-        monkeypatch.setattr(cli, threshold, size)
+        monkeypatch.setattr(pipeline, threshold, size)
         out = tmp_path / name / "report"
         cli.build(str(TRAINING), out, bundle=bundle)
         results.append(read(out))
@@ -144,8 +142,7 @@ def _built_with_and_without(
 
 
 def _zip_entries(out: Path) -> dict[str, Any]:
-    """Each entry's bytes and directory fields (the streamed zip keeps its entries on disk
-    until it writes its directory)."""
+    """Each entry's bytes and directory fields."""
     with zipfile.ZipFile(out.with_name("report.zip")) as archive:
         assert archive.testzip() is None
         return {
@@ -182,91 +179,20 @@ def test_fast_path_gives_the_same_output(
     assert [name for name in fast if fast[name] != plain[name]] == []
 
 
-def _as_input(log: Path, form: str, folder: Path) -> Path:
-    """``log`` as a user may hand it over: as it is, gzipped, or inside a zip archive."""
-    if form == "gz":
-        packed = folder / f"{log.name}.gz"
-        packed.write_bytes(gzip.compress(log.read_bytes()))
-        return packed
-    if form == "zip":
-        packed = folder / "trace.zip"
-        with zipfile.ZipFile(packed, "w") as archive:
-            archive.write(log, f"traces/{log.name}")
-        return packed
-    return log
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("form", ["log", "gz", "zip", "redacted"])
-def test_a_trace_read_by_a_helper_process_gives_the_same_site_and_bundle(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+def test_a_cut_gzip_log_says_where_its_data_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A big trace is read, and its tlparse files and pages prepared, in a helper process
-    (see tlsite.mkdocs_plugin.prepare_process); the report must be the one the build
-    process makes by itself. A redacted trace is read in the build process (the redactor
-    counts what it replaces there), with its code highlighted while it is read."""
-    from tlsite.core.redact import Redactor
-    from tlsite.mkdocs_plugin import prepare_process
-
-    helpers: list[str] = []
-    read_in_helper = prepare_process.read_in_helper
-
-    def spy(request: prepare_process.ReadRequest, **kwargs: Any) -> Any:
-        helpers.append(request.log.display_name)
-        return read_in_helper(request, **kwargs)
-
-    monkeypatch.setattr(prepare_process, "read_in_helper", spy)
-    trace = _as_input(TRAINING, "log" if form == "redacted" else form, tmp_path)
-    results = []
-    for name, size in (("helper", 0), ("here", 1 << 62)):
-        monkeypatch.setattr(cli, "HIGHLIGHT_AHEAD_MIN_BYTES", size)
-        out = tmp_path / name / "report"
-        redactor = Redactor("paths") if form == "redacted" else None
-        outcome = cli.build(str(trace), out, redactor=redactor)
-        results.append((_site_files(out), _zip_entries(out), outcome.summary, outcome.clean))
-        if name == "helper":
-            assert len(helpers) == (0 if form == "redacted" else 1)
-    (site, bundle, summary, clean), (plain_site, plain_bundle, *plain_outcome) = results
-    assert sorted(site) == sorted(plain_site)
-    assert [name for name in site if site[name] != plain_site[name]] == []
-    assert [name for name in bundle if bundle[name] != plain_bundle.get(name)] == []
-    assert bundle.keys() == plain_bundle.keys()
-    assert [summary, clean] == plain_outcome
-    assert not list(out.parent.glob(".report-*")), "the helper's staging folder is left"
-
-
-def test_a_cut_log_read_by_the_helper_says_what_the_build_process_would(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Where the gzip data breaks off is found while reading: in the helper process too."""
+    """Where the gzip data breaks off is found while reading, and said in the summary."""
     packed = gzip.compress(TRAINING.read_bytes())
     truncated = tmp_path / "truncated.log.gz"
     truncated.write_bytes(packed[: len(packed) // 2])
-    said = []
-    for size in (0, 1 << 62):
-        monkeypatch.setattr(cli, "HIGHLIGHT_AHEAD_MIN_BYTES", size)
-        out = tmp_path / f"out{size}"
-        code = cli.main(["build", str(truncated), "-o", str(out), "--no-browser", "--no-zip"])
-        said.append((code, capsys.readouterr().out.splitlines()[0], (out / "raw.log").read_bytes()))
-    assert said[0] == said[1]
-    code, summary, raw = said[0]
+    out = tmp_path / "out"
+    code = cli.main(["build", str(truncated), "-o", str(out), "--no-browser", "--no-zip"])
+    summary = capsys.readouterr().out.splitlines()[0]
+    raw = (out / "raw.log").read_bytes()
     assert code == cli.EXIT_OK
     assert summary.startswith("truncated.log.gz: ")
     assert f"the gzip data ends early after {len(raw):,} bytes of log" in summary
-
-
-def test_a_helper_failure_reaches_the_build_process_with_its_traceback() -> None:
-    from tlsite.core import InputError
-    from tlsite.mkdocs_plugin.prepare_process import _portable_error
-
-    bad_input = InputError("trace.log: line 3: not a log")
-    assert _portable_error(bad_input) is bad_input
-    try:
-        {}["missing"]
-    except KeyError as error:
-        crash = _portable_error(error)
-    assert isinstance(crash, RuntimeError)
-    assert "KeyError: 'missing'" in str(crash) and "test_fast_paths.py" in str(crash)
 
 
 def test_templates_compiled_from_the_bytecode_cache_give_identical_pages(

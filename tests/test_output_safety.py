@@ -313,7 +313,7 @@ def _fail_after_writing_pages(real: Callable[..., Any], error: BaseException) ->
 def test_a_build_failing_after_the_pages_leaves_the_old_report(
     existing: Any, monkeypatch: pytest.MonkeyPatch, error: BaseException
 ) -> None:
-    import tlsite.mkdocs_plugin.build as site_build
+    import tlsite.mkdocs_plugin.pipeline as site_build
 
     failing = _fail_after_writing_pages(site_build.build_report, error)
     monkeypatch.setattr(site_build, "build_report", failing)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..model import CompileUnit, Trace
 from ..records import is_finite_number, is_whole_number
+
+if TYPE_CHECKING:  # the model imports these views (see Trace.graph_breaks)
+    from ..model import CompileUnit, Trace
 
 _US = 1e-6
 

@@ -12,10 +12,10 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..model import Artifact, CompileUnit, Trace
 from ..records import loads_bounded
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the model imports these views (see Trace.graph_breaks)
+    from ..model import Artifact, CompileUnit, Trace
     from .exports import ExportCall
 
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+?):(?P<line>\d+)\s*$", re.M)
@@ -403,15 +403,23 @@ def _final_guards(trace: Trace, unit: CompileUnit) -> list[str]:
     return lines
 
 
+def guard_codes(payload: str) -> list[str]:
+    """The guards a ``dynamo_guards`` payload lists, each as its code (none when the payload
+    is not a JSON list): the one reader of that payload, for every page that shows guards."""
+    try:
+        value = loads_bounded(payload)
+    except ValueError:
+        return []
+    if not isinstance(value, list):
+        return []
+    return [str(guard.get("code")) for guard in value if isinstance(guard, dict)]
+
+
 def guard_lines(trace: Trace, unit: CompileUnit) -> list[str]:
     """The guards of a compile, one per line (dynamo_guards, else the C++ guard tree)."""
     for artifact in unit.artifacts:
         if artifact.kind == "dynamo_guards" and artifact.payload is not None:
-            try:
-                value = loads_bounded(trace.read_payload(artifact.payload))
-            except ValueError:
-                continue
-            codes = [str(g.get("code")) for g in value if isinstance(g, dict)]
+            codes = guard_codes(trace.read_payload(artifact.payload))
             if codes:  # torch 2.4 logs an empty list here and the guards in C++ form
                 return codes
     for artifact in unit.artifacts:

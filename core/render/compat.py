@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.provenance import parse_kernel_stack_traces
+from ..analysis.views import guard_codes
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
 from ..records import loads_bounded
 from ..source import LogSource
@@ -187,7 +188,7 @@ class CompatWriter:
         payload = self.trace.read_payload(artifact.payload) if artifact.payload else ""
         if artifact.kind == "dynamo_guards":
             context["title"] = f"Guards {unit.display}"
-            context["items"] = [g.get("code") for g in _json_list(payload) if isinstance(g, dict)]
+            context["items"] = guard_codes(payload)
         elif artifact.kind.endswith("compilation_metrics"):
             # every field is in a table on the report page and in raw.jsonl; the config dumps
             # in them made a second copy here the biggest of these pages
@@ -281,11 +282,3 @@ def _directory_entries(unit: CompileUnit) -> Iterator[dict[str, Any]]:
 def kernel_stack_traces(text: str) -> dict[str, list[str]]:
     """Kernel → readable stack traces, as tlparse's ``*_readable.html`` shows them."""
     return {k.kernel: k.traces for k in parse_kernel_stack_traces(text) or []}
-
-
-def _json_list(text: str) -> list[Any]:
-    try:
-        value = loads_bounded(text)
-    except ValueError:
-        return []
-    return value if isinstance(value, list) else []

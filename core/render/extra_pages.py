@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import dropwhile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from markupsafe import Markup
@@ -35,9 +35,12 @@ from ..analysis.provenance import (
 from ..model import Artifact, CompileUnit, Event
 from .escape import h
 from .highlight import CodeBlock
-from .pages import CODE_PLACEHOLDER, INLINE_HEAD_LINES, INLINE_LIMIT, Page, ReportRenderer, SiteTree
+from .page import CODE_PLACEHOLDER, INLINE_HEAD_LINES, INLINE_LIMIT, Page, SiteTree
 from .templating import render, render_markdown
 from .vllm_page import vllm_lead, vllm_pages  # noqa: F401 (vllm_lead: for the overview)
+
+if TYPE_CHECKING:
+    from .pages import ReportRenderer
 
 #: Index of every provenance and kernel-stack-trace page.
 PROVENANCE_INDEX = "provenance.md"

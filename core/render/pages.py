@@ -12,7 +12,6 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import astuple, dataclass, field
 from typing import Any
 
 from markupsafe import Markup
@@ -28,20 +27,29 @@ from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
+from ..handlers import SYMBOLIC_TYPES
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..records import is_whole_number, loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
-from ..store import read_slice
+from . import extra_pages
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import kernel_stack_traces, pretty_json
-from .escape import fence, safe_url
-from .highlight import CodeBlock, Highlighter, effective_lang, read_block_text
+from .escape import safe_url
+from .highlight import CodeBlock, Highlighter
+from .page import (  # noqa: F401 (re-exported)
+    CODE_PLACEHOLDER,
+    INLINE_HEAD_LINES,
+    INLINE_LIMIT,
+    PLACEHOLDER_PATTERN,
+    HtmlBlock,
+    Page,
+    SiteTree,
+    dump_blocks,
+    load_blocks,
+)
 from .templating import render, render_markdown
 from .trie_html import trie_html
 
-#: Above this size only the first lines are shown inline; the raw file has the rest.
-INLINE_LIMIT = 1_000_000
-INLINE_HEAD_LINES = 400
 #: Artifacts open by default when small.
 OPEN_KINDS = {
     "dynamo_output_graph",
@@ -93,97 +101,6 @@ _GRAPH_ARTIFACT = re.compile(r"_graph(?:_pre_reordering)?$")
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
 #: With more frames than this, the navigation lists only the frames index.
 MAX_FRAMES_IN_NAV = 40
-
-
-CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
-PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-code:([A-Za-z0-9_-]+)-->")
-
-
-@dataclass(frozen=True, slots=True)
-class HtmlBlock:
-    """Pre-rendered HTML (a big table) kept in the payload store, inserted after conversion.
-
-    Python-Markdown is slow on large escaped tables; HTML rendered by a template goes
-    straight into the page instead, and is not parsed again by the search plugin.
-    """
-
-    pack: str
-    offset: int
-    size: int
-
-    def html(self) -> str:
-        return read_slice(self.pack, self.offset, self.size).decode("utf-8")
-
-
-@dataclass
-class Page:
-    """One generated Markdown page.
-
-    Big code blocks are not in ``markdown`` itself but in ``blocks``, each behind a
-    placeholder comment: the site build inserts their highlighted HTML after the search
-    plugin has indexed the page; :meth:`standalone_markdown` puts them back as fences.
-    """
-
-    path: str  # relative to the docs root, e.g. "-_0_0_0/index.md"
-    markdown: str
-    title: str
-    blocks: dict[str, CodeBlock | HtmlBlock] = field(default_factory=dict)
-    #: the words of the code blocks that search finds (see :mod:`.code_terms`)
-    code: list[CodeSection] = field(default_factory=list)
-
-    def standalone_markdown(self) -> str:
-        text = self.markdown
-        for token, block in self.blocks.items():
-            if isinstance(block, HtmlBlock):
-                content = block.html()
-            else:
-                code = read_block_text(block)
-                content = fence(code, effective_lang(code, block.lang))
-            text = text.replace(CODE_PLACEHOLDER.format(token=token), content)
-        return text
-
-
-def dump_blocks(blocks: dict[str, CodeBlock | HtmlBlock]) -> str:
-    """A page's blocks as JSON text (see :func:`load_blocks`): a site build keeps them in the
-    payload store until the page is written, not as thousands of objects in memory."""
-    rows = [
-        [token, "code" if isinstance(block, CodeBlock) else "html", *astuple(block)]
-        for token, block in blocks.items()
-    ]
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-
-
-def load_blocks(text: str) -> dict[str, CodeBlock | HtmlBlock]:
-    """The blocks :func:`dump_blocks` wrote."""
-    blocks: dict[str, CodeBlock | HtmlBlock] = {}
-    for token, kind, *fields in json.loads(text):
-        blocks[token] = CodeBlock(*fields) if kind == "code" else HtmlBlock(*fields)
-    return blocks
-
-
-@dataclass
-class SiteTree:
-    """The whole generated documentation tree.
-
-    With a ``sink``, each page goes to it as soon as it is rendered instead of into
-    ``pages``: a site build parks each page's Markdown on disk at once (held together, the
-    pages of a 128 MB trace were 2.1 MB of objects, and they grow with the trace).
-    """
-
-    pages: list[Page] = field(default_factory=list)
-    nav: list[Any] = field(default_factory=list)
-    found: str = ""  # what the report found, one line for the terminal (see ReportRenderer)
-    sink: Callable[[Page], None] | None = field(default=None, repr=False, compare=False)
-
-    def add(self, page: Page) -> None:
-        if self.sink is None:
-            self.pages.append(page)
-        else:
-            self.sink(page)
-
-    def extend(self, pages: Iterable[Page]) -> None:
-        for page in pages:
-            self.add(page)
 
 
 class ReportRenderer:
@@ -333,7 +250,7 @@ class ReportRenderer:
             if len(frame_nav) <= MAX_FRAMES_IN_NAV:  # else only the index: nav stays small
                 entries += [{title: f"{p}{path}"} for title, path in frame_nav]
             tree.nav.append({"Frames": entries})
-        _extra_pages().extend_tree(self, tree)  # provenance, kernel traces, draft-export report
+        extra_pages.extend_tree(self, tree)  # provenance, kernel traces, draft-export report
         if self.trace.job_ranks is not None:  # a rank of a multi-rank site: back to its landing
             tree.nav.insert(0, {"All ranks": f"{p}{LANDING_HREF}"})
         tree.nav = escaped_nav(tree.nav)
@@ -451,8 +368,8 @@ class ReportRenderer:
             "notes": trace.notes,
             "landing_href": LANDING_HREF,
             "job_article": _article(trace.job_ranks or 0),
-            "export_lead": _extra_pages().export_lead(self),
-            "vllm_lead": _extra_pages().vllm_lead(self),
+            "export_lead": extra_pages.export_lead(self),
+            "vllm_lead": extra_pages.vllm_lead(self),
             "autograd": self.autograd,
         }
         return Page("index.md", render_markdown("overview.md", **context), "Overview")
@@ -501,7 +418,7 @@ class ReportRenderer:
                 _event_row(e) for e in unit.events if not _is_symbolic(e) and e.type != "export"
             ],
             "event_counts": sorted(unit.event_counts.items()),
-            "provenance_links": _extra_pages().unit_links(self, unit),
+            "provenance_links": extra_pages.unit_links(self, unit),
             "metrics_tables": [
                 self._metrics_table(m, f"metrics-{index}", blocks)
                 for index, m in enumerate(unit.metrics[:MAX_ARTIFACT_SECTIONS])
@@ -766,15 +683,12 @@ class ReportRenderer:
         }
 
     def _guards(self, unit: CompileUnit) -> list[str]:
-        guards: list[str] = []
-        for artifact in unit.artifacts:
-            if artifact.kind == "dynamo_guards" and artifact.payload is not None:
-                try:
-                    value = loads_bounded(self.trace.read_payload(artifact.payload))
-                except ValueError:
-                    continue
-                guards.extend(str(g.get("code")) for g in value if isinstance(g, dict))
-        return guards
+        return [
+            code
+            for artifact in unit.artifacts
+            if artifact.kind == "dynamo_guards" and artifact.payload is not None
+            for code in views.guard_codes(self.trace.read_payload(artifact.payload))
+        ]
 
 
 def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | None:
@@ -818,12 +732,6 @@ def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], Non
             highlighter.submit(shown[0])
 
     return submit
-
-
-def _extra_pages() -> Any:
-    from . import extra_pages  # imported late: extra_pages imports this module
-
-    return extra_pages
 
 
 def function_label(frame: views.FrameCompiles, nth: int = 1) -> str:
@@ -873,8 +781,6 @@ def _frame_slug(frame: views.FrameCompiles) -> str:
 
 
 def _is_symbolic(event: Event) -> bool:
-    from ..handlers import SYMBOLIC_TYPES
-
     return event.type in SYMBOLIC_TYPES
 
 

@@ -8,12 +8,15 @@ adds this one after the overview, which links to it. What the page shows is read
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 from ..analysis import vllm
-from .pages import Page, ReportRenderer
+from .page import Page
 from .templating import render_markdown
+
+if TYPE_CHECKING:
+    from .pages import ReportRenderer
 
 VLLM_PAGE = "vllm.md"
 #: A pass diff of at most this many lines is shown open.

@@ -1,0 +1,114 @@
+"""The pages a report is made of, as data: a page's Markdown, its code and HTML blocks kept
+apart behind placeholders, and the tree of pages with its navigation.
+
+Kept apart from :mod:`.pages` (which renders them) so that every module that makes pages
+(:mod:`.pages`, :mod:`.extra_pages`, :mod:`.vllm_page`) imports this one, not each other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import astuple, dataclass, field
+from typing import Any
+
+from ..store import read_slice
+from .code_terms import CodeSection
+from .escape import fence
+from .highlight import CodeBlock, effective_lang, read_block_text
+
+#: Above this size only the first lines are shown inline; the raw file has the rest.
+INLINE_LIMIT = 1_000_000
+INLINE_HEAD_LINES = 400
+
+
+CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
+PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-code:([A-Za-z0-9_-]+)-->")
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlBlock:
+    """Pre-rendered HTML (a big table) kept in the payload store, inserted after conversion.
+
+    Python-Markdown is slow on large escaped tables; HTML rendered by a template goes
+    straight into the page instead, and is not parsed again by the search plugin.
+    """
+
+    pack: str
+    offset: int
+    size: int
+
+    def html(self) -> str:
+        return read_slice(self.pack, self.offset, self.size).decode("utf-8")
+
+
+@dataclass
+class Page:
+    """One generated Markdown page.
+
+    Big code blocks are not in ``markdown`` itself but in ``blocks``, each behind a
+    placeholder comment: the site build inserts their highlighted HTML after the search
+    plugin has indexed the page; :meth:`standalone_markdown` puts them back as fences.
+    """
+
+    path: str  # relative to the docs root, e.g. "-_0_0_0/index.md"
+    markdown: str
+    title: str
+    blocks: dict[str, CodeBlock | HtmlBlock] = field(default_factory=dict)
+    #: the words of the code blocks that search finds (see :mod:`.code_terms`)
+    code: list[CodeSection] = field(default_factory=list)
+
+    def standalone_markdown(self) -> str:
+        text = self.markdown
+        for token, block in self.blocks.items():
+            if isinstance(block, HtmlBlock):
+                content = block.html()
+            else:
+                code = read_block_text(block)
+                content = fence(code, effective_lang(code, block.lang))
+            text = text.replace(CODE_PLACEHOLDER.format(token=token), content)
+        return text
+
+
+def dump_blocks(blocks: dict[str, CodeBlock | HtmlBlock]) -> str:
+    """A page's blocks as JSON text (see :func:`load_blocks`): a site build keeps them in the
+    payload store until the page is written, not as thousands of objects in memory."""
+    rows = [
+        [token, "code" if isinstance(block, CodeBlock) else "html", *astuple(block)]
+        for token, block in blocks.items()
+    ]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_blocks(text: str) -> dict[str, CodeBlock | HtmlBlock]:
+    """The blocks :func:`dump_blocks` wrote."""
+    blocks: dict[str, CodeBlock | HtmlBlock] = {}
+    for token, kind, *fields in json.loads(text):
+        blocks[token] = CodeBlock(*fields) if kind == "code" else HtmlBlock(*fields)
+    return blocks
+
+
+@dataclass
+class SiteTree:
+    """The whole generated documentation tree.
+
+    With a ``sink``, each page goes to it as soon as it is rendered instead of into
+    ``pages``: a site build parks each page's Markdown on disk at once (held together, the
+    pages of a 128 MB trace were 2.1 MB of objects, and they grow with the trace).
+    """
+
+    pages: list[Page] = field(default_factory=list)
+    nav: list[Any] = field(default_factory=list)
+    found: str = ""  # what the report found, one line for the terminal (see ReportRenderer)
+    sink: Callable[[Page], None] | None = field(default=None, repr=False, compare=False)
+
+    def add(self, page: Page) -> None:
+        if self.sink is None:
+            self.pages.append(page)
+        else:
+            self.sink(page)
+
+    def extend(self, pages: Iterable[Page]) -> None:
+        for page in pages:
+            self.add(page)
