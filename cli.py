@@ -231,9 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return _run_command(args, command)
         if args.command == "diff":
-            from tlsite.diff_command import diff_command
-
-            return diff_command(args)
+            return _diff_command(args)
     except KeyboardInterrupt:  # the staging folder is gone by now: nothing half-written
         return _fail("interrupted", EXIT_INTERRUPTED)
     except Terminated as exc:  # SIGTERM: the ``finally`` blocks removed the scratch folders
@@ -506,9 +504,7 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         elif returncode != 0:
             print(f"Note: the command exited with {returncode}; the report shows what it logged.")
     if args.compare:
-        from tlsite.diff_command import diff_after_run
-
-        compared = diff_after_run(args, trace_dir, out)
+        compared = _diff_after_run(args, trace_dir, out)
         returncode = returncode or compared
     if not args.no_browser and _can_open_browser():
         webbrowser.open((outcome.site / "index.html").resolve().as_uri())
@@ -523,6 +519,78 @@ def build(path: str, out: Path, **options: Any) -> BuildOutcome:
     from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
 
     return build_pipeline(path, out, **options)
+
+
+def _diff_command(args: argparse.Namespace) -> int:
+    """``tlsite diff``: the site, the terminal summary, and the ``--fail-on`` verdict."""
+    from tlsite.core import InputError
+    from tlsite.core.output import OutputRefused
+    from tlsite.diff_command import EXIT_REGRESSED, regressed, run_diff, sides, summary_text
+
+    try:
+        before, before_rank, after, after_rank = sides(args)
+    except ValueError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    problem = _output_problem(args, [before, after])
+    if problem is not None:
+        return _fail(problem, EXIT_USAGE)
+    try:
+        outcome = run_diff(
+            (before, before_rank),
+            (after, after_rank),
+            Path(args.out),
+            bundle=_bundle_format(args),
+            latest=args.latest,
+            export_mode=args.export,
+            redactor=_redactor(args),
+            progress=not args.quiet and sys.stderr.isatty(),
+        )
+    except OutputRefused as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except InputError as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    except OSError as exc:
+        return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}", EXIT_FAILED)
+    if not args.quiet:
+        say(summary_text(outcome))
+    if not args.no_browser and _can_open_browser():
+        webbrowser.open((outcome.site / "index.html").resolve().as_uri())
+    if regressed(outcome.diff, args.fail_on):
+        return EXIT_REGRESSED
+    d = outcome.diff
+    if args.strict and not (d.before.clean and d.after.clean):
+        print(f"tlsite: --strict: a side has damaged input; exit {EXIT_STRICT}", file=sys.stderr)
+        return EXIT_STRICT
+    return EXIT_OK
+
+
+def _diff_after_run(args: argparse.Namespace, trace_dir: Path, out: Path) -> int:
+    """``tlsite run --compare OLD``: the diff of OLD against the run's trace, into
+    ``DIR_diff`` beside the report; returns an exit code (0 when it was written)."""
+    from tlsite.core import InputError
+    from tlsite.core.output import OutputRefused
+    from tlsite.diff_command import EXIT_REGRESSED, regressed, run_diff, summary_text
+
+    target = out.with_name(f"{out.name}_diff")
+    if (target.exists() or target.is_symlink()) and not args.overwrite:
+        return _fail(f"{target} already exists; pass --overwrite to replace it", EXIT_USAGE)
+    try:
+        outcome = run_diff(
+            (args.compare, None),
+            (str(trace_dir), args.rank),
+            target,
+            bundle=_bundle_format(args),
+            latest=True,
+            export_mode=args.export,
+            redactor=_redactor(args),
+        )
+    except OutputRefused as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except (InputError, OSError) as exc:
+        return _fail(f"--compare: {exc}", EXIT_FAILED)
+    if not args.quiet:
+        say(summary_text(outcome))
+    return EXIT_REGRESSED if regressed(outcome.diff, args.fail_on) else 0
 
 
 def _print_summary(outcome: BuildOutcome) -> None:

@@ -12,13 +12,11 @@ import argparse
 import os
 import sys
 import time
-import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tlsite import __version__
-from tlsite.terminal import say
 
 if TYPE_CHECKING:
     from tlsite.core import Trace
@@ -194,59 +192,6 @@ def run_diff(
     return DiffOutcome(out, archive, size, diff, time.perf_counter() - started)
 
 
-def diff_command(args: argparse.Namespace) -> int:
-    """``tlsite diff``: the site, the terminal summary, and the ``--fail-on`` verdict."""
-    from tlsite.cli import (
-        EXIT_FAILED,
-        EXIT_OK,
-        EXIT_STRICT,
-        EXIT_USAGE,
-        _bundle_format,
-        _can_open_browser,
-        _fail,
-        _output_problem,
-        _redactor,
-    )
-    from tlsite.core import InputError
-    from tlsite.core.output import OutputRefused
-
-    try:
-        before, before_rank, after, after_rank = sides(args)
-    except ValueError as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    problem = _output_problem(args, [before, after])
-    if problem is not None:
-        return _fail(problem, EXIT_USAGE)
-    try:
-        outcome = run_diff(
-            (before, before_rank),
-            (after, after_rank),
-            Path(args.out),
-            bundle=_bundle_format(args),
-            latest=args.latest,
-            export_mode=args.export,
-            redactor=_redactor(args),
-            progress=not args.quiet and sys.stderr.isatty(),
-        )
-    except OutputRefused as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except InputError as exc:
-        return _fail(str(exc), EXIT_FAILED)
-    except OSError as exc:
-        return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}", EXIT_FAILED)
-    if not args.quiet:
-        say(summary_text(outcome))
-    if not args.no_browser and _can_open_browser():
-        webbrowser.open((outcome.site / "index.html").resolve().as_uri())
-    if regressed(outcome.diff, args.fail_on):
-        return EXIT_REGRESSED
-    d = outcome.diff
-    if args.strict and not (d.before.clean and d.after.clean):
-        print(f"tlsite: --strict: a side has damaged input; exit {EXIT_STRICT}", file=sys.stderr)
-        return EXIT_STRICT
-    return EXIT_OK
-
-
 def regressed(diff: TraceDiff, checks: dict[str, float] | None) -> bool:
     """Whether AFTER fails a ``--fail-on`` check; each failed check is said on stderr."""
     from tlsite.core.analysis.diff import failed_checks
@@ -271,32 +216,3 @@ def summary_text(outcome: DiffOutcome) -> str:
         lines.append(f"Bundle: {outcome.bundle} ({outcome.bundle_size / 1e6:.1f} MB)")
     lines.append(f"Built in {outcome.seconds:.1f} s.")
     return "\n".join(lines)
-
-
-def diff_after_run(args: argparse.Namespace, trace_dir: Path, out: Path) -> int:
-    """``tlsite run --compare OLD``: the diff of OLD against the run's trace, into
-    ``DIR_diff`` beside the report; returns an exit code (0 when it was written)."""
-    from tlsite.cli import EXIT_FAILED, EXIT_USAGE, _bundle_format, _fail, _redactor
-    from tlsite.core import InputError
-    from tlsite.core.output import OutputRefused
-
-    target = out.with_name(f"{out.name}_diff")
-    if (target.exists() or target.is_symlink()) and not args.overwrite:
-        return _fail(f"{target} already exists; pass --overwrite to replace it", EXIT_USAGE)
-    try:
-        outcome = run_diff(
-            (args.compare, None),
-            (str(trace_dir), args.rank),
-            target,
-            bundle=_bundle_format(args),
-            latest=True,
-            export_mode=args.export,
-            redactor=_redactor(args),
-        )
-    except OutputRefused as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except (InputError, OSError) as exc:
-        return _fail(f"--compare: {exc}", EXIT_FAILED)
-    if not args.quiet:
-        say(summary_text(outcome))
-    return EXIT_REGRESSED if regressed(outcome.diff, args.fail_on) else 0

@@ -17,6 +17,7 @@ from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, StoredJson
 from .records import (
     MAX_JSON_DEPTH,
     JSONTooDeep,
+    dumps_finite,
     is_finite_number,
     is_whole_number,
     loads_bounded,
@@ -142,12 +143,11 @@ def keep_metrics(ctx: RecordContext) -> None:
     if configs:
         # torch repeats the whole config (tens of kB) in every record: each distinct
         # snapshot is stored once, the record keeps where it is
-        store = ctx.builder.trace.store
-        event.configs = {key: store.put(meta[key]) for key in configs}
+        event.configs = {key: ctx.trace.store.put(meta[key]) for key in configs}
     if bad or configs:
         left_out = set(bad) | set(configs)
         kept = {key: value for key, value in meta.items() if key not in left_out}
-        envelope = json.dumps({ctx.record.event_type: kept}, ensure_ascii=True, default=str)
+        envelope = dumps_finite({ctx.record.event_type: kept}, ensure_ascii=True, default=str)
         stored = envelope.encode("utf-8")
     else:
         stored = ctx.envelope_json()

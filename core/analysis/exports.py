@@ -25,10 +25,9 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..frames import Frame, is_user_frame, user_frame
-from ..model import Artifact, CompileUnit, Event, Trace
 from .compile_time import FORWARD, FORWARD_ROOT, _seconds, _timed
 from .views import (
     MAKE_FX_FAILED,
@@ -38,6 +37,9 @@ from .views import (
     failure_summary,
     failures,
 )
+
+if TYPE_CHECKING:  # the model's Trace.failures reads these rows
+    from ..model import Artifact, CompileUnit, Event, Trace
 
 SUCCEEDED = "succeeded"
 FAILED = "failed"
@@ -161,16 +163,26 @@ def _is_capture_metrics(event: Event) -> bool:
 def _starts_call(current: ExportCall | None, unit: CompileUnit, item: Any) -> bool:
     if current is None or current.closed:
         return True
-    if isinstance(item, Event) and item.type == EXPORT_START:
+    if _is_event(item) and item.type == EXPORT_START:
         return current.start_record is not None or item.line > current.first_line
     if item is None:  # a new compile id (a restarted attempt is the same compile)
         compiles = {u.id.frame_key() for u in current.units if u.id is not None}
         return bool(compiles) and unit.id is not None and unit.id.frame_key() not in compiles
-    if isinstance(item, Event) and item.type.startswith("describe_"):
+    if _is_event(item) and item.type.startswith("describe_"):
         describer = item.meta.get("describer_id")
         return current.describer is not None and describer != current.describer
     site = _call_site(item)
     return site is not None and current.call_site is not None and site != current.call_site
+
+
+def _is_event(item: object) -> bool:
+    """A call's items are records (an ``Event`` has a ``type``) or artifacts (an ``Artifact``
+    has a ``kind``): told apart so, the model's classes are needed for types only."""
+    return hasattr(item, "type") and not hasattr(item, "kind")
+
+
+def _is_artifact(item: object) -> bool:
+    return hasattr(item, "kind")
 
 
 def _framed(unit: CompileUnit) -> bool:
@@ -194,13 +206,13 @@ def _add(call: ExportCall, unit: CompileUnit, item: Any) -> None:
         _set_call_stack(call, unit.stack)
     if item is None:
         return
-    if isinstance(item, Event) and item.type.startswith("describe_"):
+    if _is_event(item) and item.type.startswith("describe_"):
         if call.describer is None:
             call.describer = item.meta.get("describer_id")
         return
-    if isinstance(item, Event):
+    if _is_event(item):
         _set_call_stack(call, item.stacks.get("stack") or [])
-    if isinstance(item, Artifact):
+    if _is_artifact(item):
         if item.name == PARTIAL_GRAPH:
             _partial_graph(call, item)
         else:
@@ -370,7 +382,7 @@ def _last_symbolic(trace: Trace, artifact: Artifact) -> str | None:
 
 
 def _call_site(item: Any) -> Frame | None:
-    if not isinstance(item, Event):
+    if not _is_event(item):
         return None
     frames = _call_stack(item.stacks.get("stack") or [])
     return frames[-1] if frames else None
