@@ -29,6 +29,8 @@ from tlsite.core.frames import (
     read_stack,
     shorten_filename,
 )
+from tlsite.core.handlers import CONFIG_FIELDS
+from tlsite.core.model import Event, Trace
 
 TRACES = all_corpus_traces()
 each_trace = pytest.mark.parametrize("log", TRACES, ids=[trace_id(p) for p in TRACES])
@@ -366,13 +368,26 @@ def test_metrics_kept_in_the_store_read_back_as_logged(log: Path) -> None:
     trace = load(log)
     try:
         kept = sorted(
-            (event.line, event.meta, dict(event.metadata), unit)
+            (event.line, _with_configs(trace, event), dict(event.metadata), unit)
             for unit in trace.units.values()
             for event in unit.compilation_metrics
         )
         assert [(line, meta) for line, meta, _, _ in kept] == logged
+        # the config snapshots are kept apart (each distinct one stored once): the rest of
+        # the record is its metadata
+        kept = [
+            (line, {k: v for k, v in meta.items() if k not in CONFIG_FIELDS}, as_mapping, unit)
+            for line, meta, as_mapping, unit in kept
+        ]
         assert all(meta == as_mapping for _, meta, as_mapping, _ in kept)
         line, meta, _, unit = kept[-1]
         assert unit.metric("frame_key") == meta.get("frame_key")
     finally:
         trace.close()
+
+
+def _with_configs(trace: Trace, event: Event) -> dict:
+    """A metrics record as logged: its fields and its config snapshots, read back."""
+    meta = dict(event.meta)
+    meta.update({name: trace.read_payload(ref) for name, ref in (event.configs or {}).items()})
+    return meta
