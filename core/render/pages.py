@@ -25,6 +25,7 @@ from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
+from ..limits import ROWS, SECTIONS, Shown, shown
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..records import loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
@@ -57,10 +58,8 @@ LANDING_HREF = "../index.html"
 #: Artifacts open whatever their size: the traceback is what a failed compile's page is for.
 ALWAYS_OPEN = {"dynamo_error"}
 #: Artifacts of one compile shown as sections (heading, facts, code); the rest are listed in
-#: one table, each row linking its raw file (metrics records past it are only counted). Real
-#: compiles log a few dozen; a page of thousands of sections made Markdown and the search
-#: index take time quadratic in their count.
-MAX_ARTIFACT_SECTIONS = 500
+#: one table, each row linking its raw file (metrics records past it are only counted).
+MAX_ARTIFACT_SECTIONS = SECTIONS
 #: Items of each kind "Worst problems first" lists before "and N more".
 MAX_PROBLEMS = 5
 #: Artifacts that are printed FX graphs (their node count is shown).
@@ -467,7 +466,7 @@ class ReportRenderer:
             "artifact_count": len(unit.artifacts),
             "guards": self._guards(unit),
             "symbolic": unit_symbols(unit),
-            "other_events": [_event_row(e) for e in unit.events if not _is_symbolic(e)],
+            "other_events": _event_rows([e for e in unit.events if not _is_symbolic(e)]),
             "event_counts": sorted(unit.event_counts.items()),
             "provenance_links": _extra_pages().unit_links(self, unit),
             "metrics_tables": [
@@ -485,7 +484,8 @@ class ReportRenderer:
     def graph_breaks_page(self) -> Page:
         md = render_markdown(
             "graph_breaks.md",
-            breaks=self.graph_breaks,
+            rows=shown(self.graph_breaks, ROWS),
+            sections=shown(self.graph_breaks, SECTIONS),
             status=self.status,
             unit_path=self.unit_path,
         )
@@ -494,13 +494,21 @@ class ReportRenderer:
     def recompiles_page(self) -> Page:
         frames = sorted((f for f in self.frames if f.recompiles), key=lambda f: -len(f.recompiles))
         md = render_markdown(
-            "recompiles.md", frames=frames, status=self.status, unit_path=self.unit_path
+            "recompiles.md",
+            frames=shown(frames, SECTIONS),
+            status=self.status,
+            unit_path=self.unit_path,
         )
         return Page("recompiles.md", md, "Recompiles")
 
     def failures_page(self) -> Page:
+        failures = self.failures
         md = render_markdown(
-            "failures.md", failures=self.failures, status=self.status, unit_path=self.unit_path
+            "failures.md",
+            rows=shown(failures, ROWS),
+            sections=shown([f for f in failures if not f.is_restart], SECTIONS),
+            status=self.status,
+            unit_path=self.unit_path,
         )
         return Page("failures.md", md, "Failures and restarts")
 
@@ -525,7 +533,7 @@ class ReportRenderer:
         groups = [unit_symbols(unit) for unit in self.trace.units.values()]
         md = render_markdown(
             "symbolic_shapes.md",
-            groups=[g for g in groups if g is not None],
+            groups=shown([g for g in groups if g is not None], SECTIONS),
             unit_path=self.unit_path,
             function_of=self.function_of,
         )
@@ -805,6 +813,11 @@ def _is_symbolic(event: Event) -> bool:
     from ..handlers import SYMBOLIC_TYPES
 
     return event.type in SYMBOLIC_TYPES
+
+
+def _event_rows(events: list[Event]) -> Shown[dict[str, Any]]:
+    """The first :data:`ROWS` events as table rows."""
+    return Shown([_event_row(e) for e in events[:ROWS]], len(events))
 
 
 def _event_row(event: Event) -> dict[str, Any]:

@@ -1,0 +1,171 @@
+"""Memory bounded by the largest page, list pages bounded and linear (issue #20, point 9).
+
+A trace with hundreds of thousands of guards, symbols or graph breaks kept every record as an
+object and listed every one on a page (one heading each). Past the caps of
+:mod:`tlsite.core.limits` records are counted, not kept, and a page lists the first items of a
+kind and says how many more there are and where. The tests count what the model keeps and
+what a page shows (not wall time), on crafted traces of the size that broke.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+
+import pytest
+
+from tlsite.core.builder import build_trace
+from tlsite.core.limits import RECORDS_PER_KIND, ROWS, SECTIONS
+from tlsite.core.model import Trace
+from tlsite.core.render.pages import ReportRenderer
+
+HEAD = "V0101 00:00:00.000000 1 f.py:1] "
+
+
+def ids(frame: int = 0, attempt: int = 0) -> str:
+    return f'"frame_id": {frame}, "frame_compile_id": {attempt}, "attempt": 0'
+
+
+def with_payload(envelope: str, payload: str) -> str:
+    md5 = hashlib.md5(payload.encode()).hexdigest()
+    body = payload.replace("\n", "\n\t")
+    return f'{HEAD}{envelope[:-1]}, "has_payload": "{md5}"}}\n\t{body}\n'
+
+
+def load(lines: list[str]) -> Trace:
+    return build_trace(["".join(lines).encode()], "hostile.log")
+
+
+def plain(markdown: str) -> str:
+    """Page text with Markdown's escapes, code marks and tags removed (what a reader sees)."""
+    text = re.sub(r"<[^>]+>", "", re.sub(r"\\(.)", r"\1", markdown)).replace("`", "")
+    return html.unescape(text)
+
+
+# -- records past RECORDS_PER_KIND ----------------------------------------------------------------
+def test_guards_past_the_cap_are_counted_not_kept():
+    """Every guard_added record was an object on its compile (a few hundred bytes each: 1 M
+    tiny records took 3.3 GB). Past the cap the compile keeps a count and a line span, its page
+    says how many are not shown and where, and Parse health counts them."""
+    extra = 1_500
+    lines = [
+        f'{HEAD}{{"guard_added": {{"expr": "s0 > {i}"}}, {ids()}}}\n'
+        for i in range(RECORDS_PER_KIND + extra)
+    ]
+    trace = load(lines)
+    try:
+        (unit,) = trace.units.values()
+        assert len(unit.events) == RECORDS_PER_KIND
+        renderer = ReportRenderer(trace)
+        page = plain(renderer.unit_page(unit).standalone_markdown())
+        first, last = RECORDS_PER_KIND + 1, RECORDS_PER_KIND + extra
+        assert (
+            f"1,500 more guard_added records not shown: the first {RECORDS_PER_KIND:,} of each "
+            f"type are listed; these are lines {first:,}–{last:,} of raw.log." in page
+        )
+        assert page.count("guard s0 > ") == RECORDS_PER_KIND
+        assert f"guard s0 > {RECORDS_PER_KIND - 1}" in page
+        assert f"guard s0 > {RECORDS_PER_KIND} " not in page
+        health = plain(renderer.health_page().markdown)
+        finding = r"more records of one type in one compile than a page lists.*\| 1500 \|"
+        assert re.search(finding, health)
+        assert f"guard_added records of [0/0] past the first {RECORDS_PER_KIND:,}" in health
+        symbolic = plain(renderer.symbolic_shapes_page().markdown)
+        assert "1,500 more guard_added records not shown" in symbolic
+    finally:
+        trace.close()
+
+
+def test_unknown_records_past_the_cap_are_counted_on_their_compile_page():
+    lines = [f'{HEAD}{{"my_event": {{"n": {i}}}, {ids()}}}\n' for i in range(RECORDS_PER_KIND + 7)]
+    trace = load(lines)
+    try:
+        (unit,) = trace.units.values()
+        assert len(unit.events) == RECORDS_PER_KIND
+        page = plain(ReportRenderer(trace).unit_page(unit).standalone_markdown())
+        assert "7 more my_event records not shown" in page
+        assert trace.stats.unknown_events["my_event"] == RECORDS_PER_KIND + 7  # all counted
+    finally:
+        trace.close()
+
+
+# -- list pages: graph breaks, failures, recompiles, symbolic shapes ------------------------------
+def breaks_trace(count: int) -> list[str]:
+    """``count`` distinct graph breaks, one per compile id of frame 0 (a recompile storm)."""
+    envelope = '{"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"}, '
+    return [
+        with_payload(
+            envelope + ids(0, i) + "}",
+            f"Graph break in user code at /x/m.py:{i}\nGraph Break Reason: Unsupported {i}",
+        )
+        for i in range(count)
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("count", [20_000, 50_000])
+def test_the_graph_breaks_page_lists_a_bounded_number(count: int):
+    """One heading per distinct break made the page (and the build) quadratic in their count;
+    now the table has ROWS rows, SECTIONS breaks have a section and the page says the rest."""
+    trace = load(breaks_trace(count))
+    try:
+        renderer = ReportRenderer(trace)
+        assert len(renderer.graph_breaks) == count
+        page = plain(renderer.graph_breaks_page().markdown)
+        assert f"{count:,} distinct graph breaks, most frequent first." in page
+        assert len(re.findall(r"^## \d+\. ", page, re.M)) == SECTIONS
+        assert len(re.findall(r"^\| \d+ \| ", page, re.M)) == ROWS
+        assert f"{count - ROWS:,} more distinct graph breaks not shown" in page
+        assert f"{count - SECTIONS:,} more graph breaks in detail not shown" in page
+        recompiles = plain(renderer.recompiles_page().markdown)
+        assert len(re.findall(r"^\| \[\[0/\d+\]\]", recompiles, re.M)) == ROWS + 1  # + the first
+        assert f"{count - 1 - ROWS:,} more recompiles not shown" in recompiles
+        (frame,) = renderer.frames
+        frame_page = plain(renderer.frame_page(frame).markdown)
+        assert len(re.findall(r"^\| \[\[0/\d+\]\]", frame_page, re.M)) == ROWS
+        assert f"{count - ROWS:,} more compile ids not shown" in frame_page
+    finally:
+        trace.close()
+
+
+@pytest.mark.slow
+def test_the_failures_page_lists_a_bounded_number():
+    count = 20_000
+    lines = [
+        f'{HEAD}{{"compilation_metrics": {{"co_name": "f", "fail_type": "Unsupported", '
+        f'"fail_reason": "reason {i}"}}, {ids(0, i)}}}\n'
+        for i in range(count)
+    ]
+    trace = load(lines)
+    try:
+        renderer = ReportRenderer(trace)
+        assert len(renderer.failures) == count
+        page = plain(renderer.failures_page().markdown)
+        assert f"This run had **{count:,} restart(s) and/or compilation failure(s)**" in page
+        assert len(re.findall(r"^\| \[\[0/\d+\]\]", page, re.M)) == ROWS
+        assert len(re.findall(r"^## \[0/\d+\]: Unsupported$", page, re.M)) == SECTIONS
+        assert f"{count - ROWS:,} more restarts and failures not shown" in page
+        assert f"{count - SECTIONS:,} more failures in detail not shown" in page
+        times = plain(renderer.compile_time_page().markdown)
+        assert len(re.findall(r"^\| \[\[0/\d+\]\]", times, re.M)) == ROWS
+        assert f"{count - ROWS:,} more compile ids not shown" in times
+    finally:
+        trace.close()
+
+
+@pytest.mark.slow
+def test_the_symbolic_shapes_page_lists_a_bounded_number_of_compiles():
+    count = 20_000
+    lines = [
+        f'{HEAD}{{"create_symbol": {{"symbol": "s0", "val": {i}, "source": "L[\'x\']"}}, '
+        f"{ids(i, 0)}}}\n"
+        for i in range(count)
+    ]
+    trace = load(lines)
+    try:
+        page = plain(ReportRenderer(trace).symbolic_shapes_page().markdown)
+        assert len(re.findall(r"^## \[\[\d+/0\]\]", page, re.M)) == SECTIONS
+        assert f"{count - SECTIONS:,} more compile ids with symbolic shapes not shown" in page
+    finally:
+        trace.close()
