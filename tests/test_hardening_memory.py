@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +170,59 @@ def test_the_symbolic_shapes_page_lists_a_bounded_number_of_compiles():
         assert f"{count - SECTIONS:,} more compile ids with symbolic shapes not shown" in page
     finally:
         trace.close()
+
+
+# -- a damaged .7z --------------------------------------------------------------------------------
+FIXTURES = Path(__file__).parent / "fixtures" / "traces"
+
+
+def damaged_7z(tmp_path: Path, logs: dict[str, Path], at: float) -> Path:
+    """A (solid) 7z of ``logs`` with 64 bytes flipped at fraction ``at`` of the archive."""
+    import py7zr
+
+    archive = tmp_path / "trace.7z"
+    with py7zr.SevenZipFile(archive, "w") as out:
+        for name, log in logs.items():
+            out.write(log, name)
+    data = bytearray(archive.read_bytes())
+    start = int(len(data) * at)
+    data[start : start + 64] = bytes(b ^ 0x5A for b in data[start : start + 64])
+    archive.write_bytes(data)
+    return archive
+
+
+def test_a_damaged_7z_is_built_from_what_came_before_the_damage(tmp_path: Path):
+    """py7zr raised before writing any of a member it could not decode whole, so a damaged
+    .7z built nothing. It writes what each block of compressed data decoded: read in small
+    blocks, every line before the damage is kept, and Parse health says where it broke."""
+    from tlsite.core import load
+
+    log = FIXTURES / "torch-2.15" / "graph_breaks.log"
+    archive = damaged_7z(tmp_path, {"graph_breaks.log": log}, at=0.8)
+    trace = load(archive)
+    try:
+        (cut,) = [s for s in trace.stats.samples if s.reason == "input_cut"]
+        match = re.search(r"the 7z data is damaged \(.*\) after ([\d,]+) bytes of log", cut.detail)
+        assert match, cut.detail
+        kept = int(match.group(1).replace(",", ""))
+        whole = log.read_bytes()
+        assert len(whole) // 2 < kept < len(whole)
+        lines = whole[:kept].count(b"\n")
+        assert trace.stats.total_lines in (lines, lines + 1)  # + the line cut in two
+        assert trace.stats.records > 0
+        assert "the report shows what came before" in trace.stats.summary()
+    finally:
+        trace.close()
+
+
+def test_a_7z_damaged_at_its_start_is_refused_in_one_line(tmp_path: Path):
+    from tlsite.core import load
+    from tlsite.core.source import InputError
+
+    log = FIXTURES / "torch-2.15" / "graph_breaks.log"
+    archive = damaged_7z(tmp_path, {"graph_breaks.log": log}, at=0.05)
+    with pytest.raises(InputError) as refused:
+        load(archive)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "member 'graph_breaks.log' could not be decompressed" in message
