@@ -44,7 +44,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .cleanup import make_scratch, remove_scratch
 from .stats import SHOWS_WHAT_CAME_BEFORE
@@ -68,6 +68,7 @@ STDIN_NAME = "<stdin>"
 _HEAD_BYTES = 512  # enough for every magic number we look at, including tar's at offset 257
 _CHUNK = 1 << 20
 _MEMBER_STEP = 64 << 10  # bytes decoded per read of compressed data (see _GuardedRaw)
+_SALVAGE_PIECE = 16  # compressed bytes fed at a time to decode up to a break (see _Gunzip)
 _LIST_SHOWN = 10  # candidates/ignored names quoted in one error line before "… and N more"
 
 #: Names a folder's or archive's logs have (torch writes ``dedicated_log_torch_trace_*.log``);
@@ -492,7 +493,9 @@ class _Gunzip(io.RawIOBase):
 
     Unlike :class:`gzip.GzipFile`, a cut or damaged stream is not an error that loses the
     last buffer: everything that decompressed is returned, then the stream ends and
-    ``breaks`` says where.
+    ``breaks`` says where. A decoding error loses the step that raised it, so each step starts
+    from a copy of the decoder, and the failed step is decoded again from it in small pieces
+    up to the damage.
     """
 
     def __init__(
@@ -525,16 +528,20 @@ class _Gunzip(io.RawIOBase):
                     if not data:
                         self._stop("the gzip data ends early")
                         break
-            try:  # in fixed steps: an error loses that step's bytes, the same on every pass
-                out = self._z.decompress(data, min(len(buffer), _MEMBER_STEP))
+            step = min(len(buffer), _MEMBER_STEP)
+            start = self._z.copy()
+            try:  # in fixed steps, the same on every pass
+                out = self._z.decompress(data, step)
             except zlib.error as exc:
                 if "incorrect data check" in str(exc) or "incorrect length check" in str(exc):
                     self._done = True  # read to the end, but not what was written
                     if GZIP_CRC_MISMATCH not in self._breaks:
                         self._breaks.append(GZIP_CRC_MISMATCH)
-                else:
-                    self._stop(f"the gzip data is damaged ({exc})")
-                break
+                    break
+                out = _decoded_before_error(start, data, step)
+                self._stop(f"the gzip data is damaged ({exc})", len(out))
+                if not out:
+                    break
             if out:
                 n = len(out)
                 buffer[:n] = out
@@ -553,9 +560,10 @@ class _Gunzip(io.RawIOBase):
         except _DATA_ERRORS as exc:
             raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
 
-    def _stop(self, what: str) -> None:
+    def _stop(self, what: str, more: int = 0) -> None:
+        """End the stream after ``more`` bytes still to be returned, noting where it broke."""
         self._done = True
-        _note_break(self._breaks, what, self._out)
+        _note_break(self._breaks, what, self._out + more)
 
     def close(self) -> None:
         if not self.closed:
@@ -563,6 +571,21 @@ class _Gunzip(io.RawIOBase):
                 self._raw.close()
             finally:
                 super().close()
+
+
+def _decoded_before_error(decoder: Any, data: bytes, limit: int) -> bytes:
+    """What ``decoder`` (a copy taken before the step that failed) decodes from ``data`` before
+    the damage, up to ``limit`` bytes: fed a few bytes at a time, it returns each piece's
+    output before it meets the bad one."""
+    out = bytearray()
+    for at in range(0, len(data), _SALVAGE_PIECE):
+        try:
+            out += decoder.decompress(data[at : at + _SALVAGE_PIECE], limit - len(out))
+        except zlib.error:
+            break
+        if len(out) >= limit or decoder.unconsumed_tail or decoder.eof:
+            break
+    return bytes(out)
 
 
 def _guarded(

@@ -226,3 +226,45 @@ def test_a_7z_damaged_at_its_start_is_refused_in_one_line(tmp_path: Path):
     message = str(refused.value)
     assert "\n" not in message
     assert "member 'graph_breaks.log' could not be decompressed" in message
+
+
+def decodable_prefix(data: bytes) -> int:
+    """How many bytes of gzip ``data`` decode before its damage (fed a byte at a time)."""
+    import zlib
+
+    decoder, out = zlib.decompressobj(wbits=31), 0
+    for at in range(len(data)):
+        try:
+            out += len(decoder.decompress(data[at : at + 1]))
+        except zlib.error:
+            break
+    return out
+
+
+def test_a_damaged_gz_keeps_every_line_before_the_damage(tmp_path: Path):
+    """A decoding error lost the whole 64 KiB step it happened in: every line decoded before
+    the damage is kept now, and the last, cut one is noted."""
+    import gzip
+
+    from tlsite.core import load
+
+    log = FIXTURES / "torch-2.15" / "graph_breaks.log"
+    data = bytearray(gzip.compress(log.read_bytes(), mtime=0))
+    start = int(len(data) * 0.3)
+    data[start : start + 32] = b"\xff" * 32  # an invalid code: decoding stops there
+    archive = tmp_path / "trace.log.gz"
+    archive.write_bytes(data)
+    decodable = decodable_prefix(bytes(data))
+    assert decodable % (64 << 10) > 2_000  # the damage is not at a step boundary
+    trace = load(archive)
+    try:
+        (cut,) = [s for s in trace.stats.samples if s.reason == "input_cut"]
+        match = re.search(
+            r"the gzip data is damaged \(.*\) after ([\d,]+) bytes of log", cut.detail
+        )
+        assert match, cut.detail
+        assert int(match.group(1).replace(",", "")) >= decodable - 64
+        lines = log.read_bytes()[:decodable].count(b"\n")
+        assert trace.stats.total_lines >= lines
+    finally:
+        trace.close()
