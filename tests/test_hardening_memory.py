@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tlsite.core.builder import build_trace
-from tlsite.core.limits import RECORDS_PER_KIND, ROWS, SECTIONS
+from tlsite.core.limits import LINKS, RECORDS_PER_KIND, ROWS, SECTIONS
 from tlsite.core.model import Trace
 from tlsite.core.render.pages import ReportRenderer
 
@@ -126,6 +126,11 @@ def test_the_graph_breaks_page_lists_a_bounded_number(count: int):
         frame_page = plain(renderer.frame_page(frame).markdown)
         assert len(re.findall(r"^\| \[\[0/\d+\]\]", frame_page, re.M)) == ROWS
         assert f"{count - ROWS:,} more compile ids not shown" in frame_page
+        overview = renderer.overview().markdown
+        no_stack = overview[overview.index("Compile ids with no recorded stack:") :]
+        no_stack = no_stack[: no_stack.index("\n")]
+        assert no_stack.count("](-_0_") == LINKS
+        assert f" and {count - LINKS:,} more (see [all compile ids](compile_ids.md))" in no_stack
     finally:
         trace.close()
 
@@ -266,5 +271,20 @@ def test_a_damaged_gz_keeps_every_line_before_the_damage(tmp_path: Path):
         assert int(match.group(1).replace(",", "")) >= decodable - 64
         lines = log.read_bytes()[:decodable].count(b"\n")
         assert trace.stats.total_lines >= lines
+    finally:
+        trace.close()
+
+
+def test_a_graph_break_hit_in_many_compiles_links_a_bounded_number():
+    count = LINKS + 250
+    envelope = '{"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"}, '
+    text = "Graph break in user code at /x/m.py:7\nGraph Break Reason: Unsupported call"
+    trace = load([with_payload(envelope + ids(0, i) + "}", text) for i in range(count)])
+    try:
+        page = ReportRenderer(trace).graph_breaks_page().markdown
+        section = page[page.index("Compile ids: ") :]
+        section = section[: section.index("\n")]
+        assert section.count("](-_0_") == LINKS
+        assert section.endswith(" and 250 more")
     finally:
         trace.close()
