@@ -220,6 +220,23 @@ def test_a_damaged_7z_is_built_from_what_came_before_the_damage(tmp_path: Path):
         trace.close()
 
 
+def test_a_7z_damaged_in_its_first_rank_log_keeps_it_and_notes_the_next(tmp_path: Path):
+    from tlsite.core import load
+
+    logs = {
+        "dedicated_log_torch_trace_rank_0_a.log": FIXTURES / "torch-2.15" / "graph_breaks.log",
+        "dedicated_log_torch_trace_rank_1_b.log": FIXTURES / "graph_breaks" / "graph_breaks.log",
+    }
+    trace = load(damaged_7z(tmp_path, logs, at=0.3))
+    try:
+        assert trace.stats.records > 0
+        assert "the 7z data is damaged" in trace.stats.summary()
+        note = "dedicated_log_torch_trace_rank_1_b.log: not read, the archive breaks off before it"
+        assert note in trace.notes
+    finally:
+        trace.close()
+
+
 def test_a_7z_damaged_at_its_start_is_refused_in_one_line(tmp_path: Path):
     from tlsite.core import load
     from tlsite.core.source import InputError
