@@ -29,6 +29,7 @@ Every problem becomes an ``InputError`` of one line that names the path.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import io
@@ -69,6 +70,7 @@ _HEAD_BYTES = 512  # enough for every magic number we look at, including tar's a
 _CHUNK = 1 << 20
 _MEMBER_STEP = 64 << 10  # bytes decoded per read of compressed data (see _GuardedRaw)
 _SALVAGE_PIECE = 16  # compressed bytes fed at a time to decode up to a break (see _Gunzip)
+_SALVAGE_READ = 256  # bytes read at a time from an archive member up to a break
 _LIST_SHOWN = 10  # candidates/ignored names quoted in one error line before "… and N more"
 
 #: Names a folder's or archive's logs have (torch writes ``dedicated_log_torch_trace_*.log``);
@@ -402,9 +404,10 @@ class _GuardedRaw(io.RawIOBase):
     bytes (a file that is still growing is read as far as it reached when it was chosen).
 
     An archive member is read a step at a time (``readinto1``): a decompression error loses
-    what the failing call decoded, so small fixed steps lose little, and the same bytes on
-    every pass. Its ``crc`` is checked here at the end, not by :mod:`zipfile`, which would
-    drop the last read's bytes with the error; a mismatch is a line in ``breaks``.
+    what the failing call decoded, the same bytes on every pass, so with ``reopen`` (a fresh
+    stream of the same member) that step is read again in small pieces up to the damage. Its
+    ``crc`` is checked here at the end, not by :mod:`zipfile`, which would drop the last read's
+    bytes with the error; a mismatch is a line in ``breaks``.
     """
 
     def __init__(
@@ -417,9 +420,11 @@ class _GuardedRaw(io.RawIOBase):
         breaks: list[str] | None = None,
         stop_at: int | None = None,
         crc: int | None = None,
+        reopen: Callable[[], contextlib.AbstractContextManager[BinaryIO]] | None = None,
     ) -> None:
         super().__init__()
         self._inner = inner
+        self._reopen = reopen
         self._stepped = getattr(inner, "readinto1", None) is not None
         self._expected_crc = crc
         self._crc = 0
@@ -448,9 +453,11 @@ class _GuardedRaw(io.RawIOBase):
         except _DATA_ERRORS as exc:
             if self._breaks is None:
                 raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
+            n = self._salvage(memoryview(buffer)[:_MEMBER_STEP]) if self._stepped else 0
+            self._count += n
             _note_break(self._breaks, f"the archive member breaks off ({exc})", self._count)
             self._stop_at = self._count
-            return 0
+            return n
         if self._expected_crc is not None:
             if n:
                 self._crc = zlib.crc32(memoryview(buffer)[:n], self._crc)
@@ -463,6 +470,30 @@ class _GuardedRaw(io.RawIOBase):
                 "refused"
             )
         return n
+
+    def _salvage(self, step: memoryview) -> int:
+        """Put in ``step`` what the failed step decodes before the damage, read from a fresh
+        stream in small pieces; how many bytes."""
+        if self._reopen is None:
+            return 0
+        got = 0
+        try:
+            with self._reopen() as again:
+                left = self._count
+                while left > 0:  # decoded before: no error
+                    skipped = len(again.read(min(left, _CHUNK)))
+                    if not skipped:
+                        return 0
+                    left -= skipped
+                while got < len(step):
+                    piece = again.read1(min(_SALVAGE_READ, len(step) - got))  # type: ignore[attr-defined]
+                    if not piece:
+                        break
+                    step[got : got + len(piece)] = piece
+                    got += len(piece)
+        except (*_DATA_ERRORS, InputError):
+            pass  # the damage, where the failed step met it
+        return got
 
     def _check_crc(self) -> None:
         """At the end of a member: its bytes are the ones that were stored, or say so."""
@@ -662,6 +693,23 @@ class _ZipMemberOpener:
     limit: int | None = None  # most bytes a gzip log inside may unpack to
 
     def __call__(self) -> BinaryIO:
+        zf, member, crc = self._open()
+        breaks = self.breaks if self.breaks is not None else []
+        raw = _guarded(
+            member,
+            self.display,
+            self.declared_size,
+            (zf.close,),
+            breaks=breaks,
+            crc=crc,
+            reopen=self._again,
+        )
+        if not self.gzipped:
+            return raw
+        return _gunzipped(raw, self.display, breaks, self.limit)
+
+    def _open(self) -> tuple[zipfile.ZipFile, BinaryIO, int]:
+        """The archive, the member's stream (which checks no CRC) and the member's CRC."""
         try:
             zf = zipfile.ZipFile(self.archive)
         except _ZIP_ERRORS as exc:
@@ -677,13 +725,17 @@ class _ZipMemberOpener:
         except BaseException:
             zf.close()
             raise
-        breaks = self.breaks if self.breaks is not None else []
-        raw = _guarded(
-            member, self.display, self.declared_size, (zf.close,), breaks=breaks, crc=crc
-        )
-        if not self.gzipped:
-            return raw
-        return _gunzipped(raw, self.display, breaks, self.limit)
+        return zf, member, crc  # type: ignore[return-value]
+
+    @contextlib.contextmanager
+    def _again(self) -> Iterator[BinaryIO]:
+        """A fresh stream of the member (to read a damaged step again, see _GuardedRaw)."""
+        zf, member, _ = self._open()
+        try:
+            yield member
+        finally:
+            member.close()
+            zf.close()
 
 
 # ---------------------------------------------------------------------------------------------

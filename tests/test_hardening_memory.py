@@ -305,3 +305,40 @@ def test_a_graph_break_hit_in_many_compiles_links_a_bounded_number():
         assert section.endswith(" and 250 more")
     finally:
         trace.close()
+
+
+def test_a_damaged_zip_member_keeps_the_lines_before_the_damage(tmp_path: Path):
+    """The same for a zip member: the step that met the damage is read again in small pieces
+    (zipfile decodes a deflated member 4 KiB at a time, so up to 4 KiB are still lost)."""
+    import zipfile
+    import zlib
+
+    from tlsite.core import load
+
+    log = FIXTURES / "torch-2.15" / "graph_breaks.log"
+    archive = tmp_path / "trace.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+        out.write(log, "graph_breaks.log")
+    data = bytearray(archive.read_bytes())
+    start = int(len(data) * 0.3)
+    data[start : start + 32] = b"\xff" * 32
+    archive.write_bytes(data)
+    with zipfile.ZipFile(archive) as zf:
+        info = zf.getinfo("graph_breaks.log")
+        offset = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    deflated = bytes(data[offset : offset + info.compress_size])
+    decoder, decodable = zlib.decompressobj(-15), 0
+    for at in range(len(deflated)):
+        try:
+            decodable += len(decoder.decompress(deflated[at : at + 1]))
+        except zlib.error:
+            break
+    assert decodable % (64 << 10) > 2_000
+    trace = load(archive)
+    try:
+        (cut,) = [s for s in trace.stats.samples if s.reason == "input_cut"]
+        match = re.search(r"breaks off \(.*\) after ([\d,]+) bytes of log", cut.detail)
+        assert match, cut.detail
+        assert int(match.group(1).replace(",", "")) > decodable - 4096
+    finally:
+        trace.close()
