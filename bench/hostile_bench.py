@@ -9,11 +9,16 @@ stay flat (records that no page lists) or grow with the largest page:
 - ``digits``: a line ``V0101 00:00:00.000000 111…`` of N KB (the header pattern's worst case);
 - ``tiny``: N records of kinds torch writes by the thousand (string table, chromium events,
   tensor descriptions, guards);
-- ``artifacts``: N artifacts in one compile id.
+- ``guards``, ``symbols``, ``chromium``: N ``guard_added``, ``create_symbol`` or chromium
+  records (the first two in one compile id);
+- ``artifacts``: N artifacts in one compile id;
+- ``breaks``, ``failures``: N compile ids of one frame, each with its own graph break or
+  compile failure (a recompile storm: one page per compile id, as tlparse makes).
 
     python bench/hostile_bench.py                        # every case, default sizes
     python bench/hostile_bench.py tiny --sizes 250000 500000 1000000
     python bench/hostile_bench.py artifacts --build --sizes 10000 20000 40000
+    python bench/hostile_bench.py guards symbols --build --sizes 1000000 3000000
 """
 
 from __future__ import annotations

@@ -191,10 +191,10 @@ class RecordContext:
         if not keep:
             self._count_unlisted()
         event = Event(
-            type=self.record.event_type,
-            line=self.record.line,
-            compile_id=self.record.compile_id,
-            metadata=self.record.metadata,
+            type=record.event_type,
+            line=record.line,
+            compile_id=record.compile_id,
+            metadata=record.metadata,
             payload=self.payload_ref,
             stacks=NO_STACKS,
         )
@@ -203,6 +203,7 @@ class RecordContext:
         return event
 
     def _count_unlisted(self) -> None:
+        """Count a record past the cap on its unit and on Parse health (noted once a type)."""
         record, unit = self.record, self.unit
         unlisted = unit.unlisted.get(record.event_type)
         stats = self.builder.trace.stats
