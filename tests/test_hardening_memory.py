@@ -62,8 +62,9 @@ def test_guards_past_the_cap_are_counted_not_kept():
         page = plain(renderer.unit_page(unit).standalone_markdown())
         first, last = RECORDS_PER_KIND + 1, RECORDS_PER_KIND + extra
         assert (
-            f"1,500 more guard_added records not shown: the first {RECORDS_PER_KIND:,} of each "
-            f"type are listed; these are lines {first:,}–{last:,} of raw.log." in page
+            f"1,500 more guard_added records not shown: a compile keeps the first "
+            f"{RECORDS_PER_KIND:,} of each type; these are lines {first:,}–{last:,} of raw.log."
+            in page
         )
         assert page.count("guard s0 > ") == RECORDS_PER_KIND
         assert f"guard s0 > {RECORDS_PER_KIND - 1}" in page
