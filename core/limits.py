@@ -13,9 +13,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-#: Records of one event type kept per compile (guards, symbols, unknown events, metrics);
-#: the rest are counted with their first and last line (see ``CompileUnit.unlisted``).
-RECORDS_PER_KIND = 2_000
+#: Records of one event type kept per compile (guards, symbols, unknown events, metrics),
+#: and in all; the rest are counted with their first and last line (``CompileUnit.unlisted``).
+RECORDS_PER_KIND = 5_000
+RECORDS_PER_TRACE = 200_000
 #: Items a page shows with a heading each (artifacts, graph breaks, failures, frames, ...).
 SECTIONS = 500
 #: Rows of one table, or items of one bullet list.

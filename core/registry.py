@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .frames import Frame, read_stack
-from .limits import RECORDS_PER_KIND, Unlisted
+from .limits import RECORDS_PER_KIND, RECORDS_PER_TRACE, Unlisted
 from .model import BODY_PAYLOAD, Artifact, CompileUnit, Event
 from .records import Record
 from .store import PayloadRef
@@ -182,13 +182,19 @@ class RecordContext:
         """Keep the record as an :class:`Event` on the unit (``events`` or ``metrics``).
 
         Its other top-level keys are not kept: raw.jsonl has the whole envelope. Past
-        :data:`RECORDS_PER_KIND` records of its type in the unit, the event is returned but
-        not kept: the unit counts it (pages say how many are not shown, and where).
+        :data:`RECORDS_PER_KIND` records of its type in the unit, or :data:`RECORDS_PER_TRACE`
+        in all, the event is returned but not kept: the unit counts it (pages say how many are
+        not shown, and where).
         """
-        record, unit = self.record, self.unit
+        record, unit, builder = self.record, self.unit, self.builder
         unit.kept[record.event_type] += 1
-        keep = unit.kept[record.event_type] <= RECORDS_PER_KIND
-        if not keep:
+        keep = (
+            unit.kept[record.event_type] <= RECORDS_PER_KIND
+            and builder.kept_records < RECORDS_PER_TRACE
+        )
+        if keep:
+            builder.kept_records += 1
+        else:
             self._count_unlisted()
         event = Event(
             type=record.event_type,
@@ -209,8 +215,8 @@ class RecordContext:
         stats = self.builder.trace.stats
         if unlisted is None:
             unit.unlisted[record.event_type] = Unlisted(1, record.line, record.line)
-            detail = f"{record.event_type} records of {unit.display} past the first "
-            stats.find("not_listed", record.line, f"{detail}{RECORDS_PER_KIND:,}")
+            detail = f"{record.event_type} records of {unit.display} from this one on"
+            stats.find("not_listed", record.line, detail)
         else:
             unlisted.add(record.line)
             stats.findings["not_listed"] += 1

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tlsite.core.builder import build_trace
-from tlsite.core.limits import LINKS, RECORDS_PER_KIND, ROWS, SECTIONS
+from tlsite.core.limits import LINKS, RECORDS_PER_KIND, RECORDS_PER_TRACE, ROWS, SECTIONS
 from tlsite.core.model import Trace
 from tlsite.core.render.pages import ReportRenderer
 
@@ -62,19 +62,40 @@ def test_guards_past_the_cap_are_counted_not_kept():
         page = plain(renderer.unit_page(unit).standalone_markdown())
         first, last = RECORDS_PER_KIND + 1, RECORDS_PER_KIND + extra
         assert (
-            f"1,500 more guard_added records not shown: a compile keeps the first "
-            f"{RECORDS_PER_KIND:,} of each type; these are lines {first:,}–{last:,} of raw.log."
-            in page
+            f"1,500 more guard_added records not shown: tlsite keeps at most "
+            f"{RECORDS_PER_KIND:,} of one type per compile, {RECORDS_PER_TRACE:,} in all; these "
+            f"are lines {first:,}–{last:,} of raw.log." in page
         )
         assert page.count("guard s0 > ") == RECORDS_PER_KIND
         assert f"guard s0 > {RECORDS_PER_KIND - 1}" in page
         assert f"guard s0 > {RECORDS_PER_KIND} " not in page
         health = plain(renderer.health_page().markdown)
-        finding = r"more records of one type in one compile than a page lists.*\| 1500 \|"
+        finding = r"records past the most kept of one type in a compile, or in all.*\| 1500 \|"
         assert re.search(finding, health)
-        assert f"guard_added records of [0/0] past the first {RECORDS_PER_KIND:,}" in health
+        assert f"| {first} | records past the most kept" in health
+        assert "guard_added records of [0/0] from this one on" in health
         symbolic = plain(renderer.symbolic_shapes_page().markdown)
         assert "1,500 more guard_added records not shown" in symbolic
+    finally:
+        trace.close()
+
+
+def test_records_past_the_trace_wide_cap_are_counted_on_their_compile_page(monkeypatch):
+    """A storm of compiles, each under the per-compile cap, is bounded too."""
+    monkeypatch.setattr("tlsite.core.registry.RECORDS_PER_TRACE", 100)
+    lines = [
+        f'{HEAD}{{"guard_added": {{"expr": "s0 > {i}"}}, {ids(0, unit)}}}\n'
+        for unit in range(3)
+        for i in range(40)
+    ]
+    trace = load(lines)
+    try:
+        kept = [len(unit.events) for unit in trace.units.values()]
+        assert kept == [40, 40, 20]
+        last = list(trace.units.values())[-1]
+        page = plain(ReportRenderer(trace).unit_page(last).standalone_markdown())
+        assert "20 more guard_added records not shown" in page
+        assert "these are lines 101–120 of raw.log" in page
     finally:
         trace.close()
 
