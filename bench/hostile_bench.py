@@ -10,7 +10,7 @@ stay flat (records that no page lists) or grow with the largest page:
 - ``tiny``: N records of kinds torch writes by the thousand (string table, chromium events,
   tensor descriptions, guards);
 - ``guards``, ``symbols``, ``chromium``: N ``guard_added``, ``create_symbol`` or chromium
-  records (the first two in one compile id);
+  records (the first two in one compile id); ``guard-storm``: N guards, 1,000 per compile id;
 - ``artifacts``: N artifacts in one compile id;
 - ``breaks``, ``failures``: N compile ids of one frame, each with its own graph break or
   compile failure (a recompile storm: one page per compile id, as tlparse makes).
@@ -90,6 +90,15 @@ def guards(path: Path, count: int) -> None:
             out.write(f'{HEAD}{{"guard_added": {{"expr": "s0 > {i}"}}, {IDS}}}\n')
 
 
+def guard_storm(path: Path, count: int) -> None:
+    """N ``guard_added`` records, 1,000 in each compile id (each compile under the per-compile
+    cap: the cap on the whole trace bounds them)."""
+    with open(path, "w") as out:
+        for i in range(count):
+            ids = _ids(0, i // 1000)
+            out.write(f'{HEAD}{{"guard_added": {{"expr": "s0 > {i % 1000}"}}, {ids}}}\n')
+
+
 def symbols(path: Path, count: int) -> None:
     """N ``create_symbol`` records in one compile id."""
     with open(path, "w") as out:
@@ -140,6 +149,7 @@ CASES: dict[str, tuple[Callable[[Path, int], None], list[int], str]] = {
     "tiny": (tiny, [250_000, 500_000, 1_000_000], "records"),
     "artifacts": (artifacts, [5_000, 10_000, 20_000], "artifacts"),
     "guards": (guards, [250_000, 500_000, 1_000_000], "records"),
+    "guard-storm": (guard_storm, [250_000, 500_000, 1_000_000], "records"),
     "symbols": (symbols, [250_000, 500_000, 1_000_000], "records"),
     "chromium": (chromium, [250_000, 500_000, 1_000_000], "records"),
     "breaks": (breaks, [5_000, 10_000, 20_000], "compile ids"),
