@@ -364,3 +364,17 @@ def test_a_damaged_zip_member_keeps_the_lines_before_the_damage(tmp_path: Path):
         assert int(match.group(1).replace(",", "")) > decodable - 4096
     finally:
         trace.close()
+
+
+@pytest.mark.slow
+def test_a_compile_with_tens_of_thousands_of_artifacts_lists_a_bounded_number():
+    count = SECTIONS + ROWS + 1_234
+    envelope = '{{"artifact": {{"name": "art_{i}", "encoding": "string"}}, ' + ids() + "}}"
+    trace = load([with_payload(envelope.format(i=i), f"payload {i}") for i in range(count)])
+    try:
+        (unit,) = trace.units.values()
+        page = ReportRenderer(trace).unit_page(unit).standalone_markdown()
+        assert len(re.findall(r'<tr id="artifact-(\d+)">', page)) == ROWS
+        assert "1,234 more artifacts not shown: `compile_directory.json` lists every one" in page
+    finally:
+        trace.close()

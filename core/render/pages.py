@@ -462,7 +462,9 @@ class ReportRenderer:
             "artifacts": [
                 self._artifact_view(unit, a, blocks) for a in unit.artifacts[:MAX_ARTIFACT_SECTIONS]
             ],
-            "more_artifacts": self._artifact_rows(unit.artifacts[MAX_ARTIFACT_SECTIONS:], blocks),
+            "more_artifacts": self._artifact_rows(
+                unit.artifacts[MAX_ARTIFACT_SECTIONS : MAX_ARTIFACT_SECTIONS + ROWS], blocks
+            ),
             "artifact_count": len(unit.artifacts),
             "guards": self._guards(unit),
             "symbolic": unit_symbols(unit),
