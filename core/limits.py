@@ -21,6 +21,9 @@ RECORDS_PER_TRACE = 200_000
 SECTIONS = 500
 #: Rows of one table, or items of one bullet list.
 ROWS = 5_000
+#: Items of one kind under one heading of a page with many (the symbols of each compile on the
+#: symbolic-shapes page: the compile's own page lists all of them).
+ITEMS_PER_SECTION = 100
 #: Compile-id links in one sentence ("Compile ids: [0/1], [0/2], …").
 LINKS = 100
 

@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from tlsite.core.builder import build_trace
-from tlsite.core.limits import LINKS, RECORDS_PER_KIND, RECORDS_PER_TRACE, ROWS, SECTIONS
+from tlsite.core.limits import (
+    ITEMS_PER_SECTION,
+    LINKS,
+    RECORDS_PER_KIND,
+    RECORDS_PER_TRACE,
+    ROWS,
+    SECTIONS,
+)
 from tlsite.core.model import Trace
 from tlsite.core.render.pages import ReportRenderer
 
@@ -376,5 +383,26 @@ def test_a_compile_with_tens_of_thousands_of_artifacts_lists_a_bounded_number():
         page = ReportRenderer(trace).unit_page(unit).standalone_markdown()
         assert len(re.findall(r'<tr id="artifact-(\d+)">', page)) == ROWS
         assert "1,234 more artifacts not shown: `compile_directory.json` lists every one" in page
+    finally:
+        trace.close()
+
+
+def test_the_symbolic_shapes_page_lists_a_bounded_number_of_items():
+    """Many compiles with many symbolic records each: a few items per compile, a few compiles
+    (each compile's page lists its own)."""
+    per_unit, units = ITEMS_PER_SECTION + 50, 300
+    lines = [
+        f'{HEAD}{{"guard_added": {{"expr": "u{i} > 1"}}, {ids(unit, 0)}}}\n'
+        for unit in range(units)
+        for i in range(per_unit)
+    ]
+    trace = load(lines)
+    try:
+        page = plain(ReportRenderer(trace).symbolic_shapes_page().markdown)
+        sections = len(re.findall(r"^## \[\[\d+/0\]\]", page, re.M))
+        assert sections == -(-ROWS // ITEMS_PER_SECTION)
+        assert page.count("- guard u") == sections * ITEMS_PER_SECTION
+        assert "50 more symbolic records not shown: [the compile's page](-_0_0_0/index.md" in page
+        assert f"{units - sections:,} more compile ids with symbolic shapes not shown" in page
     finally:
         trace.close()

@@ -25,7 +25,7 @@ from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
-from ..limits import ROWS, SECTIONS, Shown, shown
+from ..limits import ITEMS_PER_SECTION, ROWS, SECTIONS, Shown, shown
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..records import loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
@@ -532,10 +532,20 @@ class ReportRenderer:
         return Page("compile_time.md", md, "Compile time")
 
     def symbolic_shapes_page(self) -> Page:
-        groups = [unit_symbols(unit) for unit in self.trace.units.values()]
+        """Every compile's symbols, :data:`ITEMS_PER_SECTION` of each kind per compile, for
+        compiles until :data:`ROWS` items are listed (each compile's page has all its own)."""
+        groups = [g for g in map(unit_symbols, self.trace.units.values()) if g is not None]
+        count = listed = 0
+        for group in groups[:SECTIONS]:
+            if listed >= ROWS:
+                break
+            listed += min(len(group.symbols), ITEMS_PER_SECTION) * 9  # + 8 constraints each
+            listed += min(len(group.other), ITEMS_PER_SECTION)
+            count += 1
         md = render_markdown(
             "symbolic_shapes.md",
-            groups=shown([g for g in groups if g is not None], SECTIONS),
+            groups=Shown(groups[:count], len(groups)),
+            items=ITEMS_PER_SECTION,
             unit_path=self.unit_path,
             function_of=self.function_of,
         )
