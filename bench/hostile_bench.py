@@ -9,11 +9,16 @@ stay flat (records that no page lists) or grow with the largest page:
 - ``digits``: a line ``V0101 00:00:00.000000 111…`` of N KB (the header pattern's worst case);
 - ``tiny``: N records of kinds torch writes by the thousand (string table, chromium events,
   tensor descriptions, guards);
-- ``artifacts``: N artifacts in one compile id.
+- ``guards``, ``symbols``, ``chromium``: N ``guard_added``, ``create_symbol`` or chromium
+  records (the first two in one compile id); ``guard-storm``: N guards, 1,000 per compile id;
+- ``artifacts``: N artifacts in one compile id;
+- ``breaks``, ``failures``: N compile ids of one frame, each with its own graph break or
+  compile failure (a recompile storm: one page per compile id, as tlparse makes).
 
     python bench/hostile_bench.py                        # every case, default sizes
     python bench/hostile_bench.py tiny --sizes 250000 500000 1000000
     python bench/hostile_bench.py artifacts --build --sizes 10000 20000 40000
+    python bench/hostile_bench.py guards symbols --build --sizes 1000000 3000000
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ trace.close()
 
 
 def _payload(payload: str) -> str:
-    return f'"has_payload": "{hashlib.md5(payload.encode()).hexdigest()}"}}\n\t{payload}\n'
+    body = payload.replace("\n", "\n\t")
+    return f'"has_payload": "{hashlib.md5(payload.encode()).hexdigest()}"}}\n\t{body}\n'
 
 
 def long_line(path: Path, megabytes: int) -> None:
@@ -73,6 +79,63 @@ def tiny(path: Path, count: int) -> None:
                 out.write(f'{HEAD}{{"guard_added_fast": {{"expr": "s0 > 1"}}, {IDS}}}\n')
 
 
+def _ids(frame: int, attempt: int = 0) -> str:
+    return f'"frame_id": {frame}, "frame_compile_id": {attempt}, "attempt": 0'
+
+
+def guards(path: Path, count: int) -> None:
+    """N ``guard_added`` records (distinct expressions) in one compile id."""
+    with open(path, "w") as out:
+        for i in range(count):
+            out.write(f'{HEAD}{{"guard_added": {{"expr": "s0 > {i}"}}, {IDS}}}\n')
+
+
+def guard_storm(path: Path, count: int) -> None:
+    """N ``guard_added`` records, 1,000 in each compile id (each compile under the per-compile
+    cap: the cap on the whole trace bounds them)."""
+    with open(path, "w") as out:
+        for i in range(count):
+            ids = _ids(0, i // 1000)
+            out.write(f'{HEAD}{{"guard_added": {{"expr": "s0 > {i % 1000}"}}, {ids}}}\n')
+
+
+def symbols(path: Path, count: int) -> None:
+    """N ``create_symbol`` records in one compile id."""
+    with open(path, "w") as out:
+        for i in range(count):
+            meta = f'{{"symbol": "s{i}", "val": 2, "source": "L[\'x{i}\'].size()[0]"}}'
+            out.write(f'{HEAD}{{"create_symbol": {meta}, {IDS}}}\n')
+
+
+def chromium(path: Path, count: int) -> None:
+    """N chromium instant events."""
+    with open(path, "w") as out:
+        for i in range(count):
+            event = f'{{"name": "e{i % 100}", "ph": "i", "ts": {1700000000000000 + i}, "pid": 0}}'
+            out.write(HEAD + '{"chromium_event": {}, ' + IDS + ", " + _payload(event))
+
+
+def breaks(path: Path, count: int) -> None:
+    """N distinct graph breaks, one per compile id of one frame (a recompile storm)."""
+    with open(path, "w") as out:
+        for i in range(count):
+            text = f"Graph break in user code at /x/m.py:{i}\nGraph Break Reason: Unsupported {i}"
+            name = '{"artifact": {"name": "dynamo_graph_break_reason", "encoding": "string"}, '
+            out.write(HEAD + name + _ids(0, i) + ", " + _payload(text))
+
+
+def failures(path: Path, count: int) -> None:
+    """N compile ids, each failing with its own reason (a recompile storm that fails)."""
+    with open(path, "w") as out:
+        for i in range(count):
+            meta = (
+                f'{{"co_name": "f", "co_filename": "/x/m.py", "co_firstlineno": 1, '
+                f'"fail_type": "Unsupported", "fail_reason": "reason {i}", '
+                f'"recompile_reason": "size mismatch at index 0. expected {i}, actual {i + 1}"}}'
+            )
+            out.write(f'{HEAD}{{"compilation_metrics": {meta}, {_ids(0, i)}}}\n')
+
+
 def artifacts(path: Path, count: int) -> None:
     with open(path, "w") as out:
         for i in range(count):
@@ -85,6 +148,12 @@ CASES: dict[str, tuple[Callable[[Path, int], None], list[int], str]] = {
     "digits": (digits, [25, 50, 100], "KB"),
     "tiny": (tiny, [250_000, 500_000, 1_000_000], "records"),
     "artifacts": (artifacts, [5_000, 10_000, 20_000], "artifacts"),
+    "guards": (guards, [250_000, 500_000, 1_000_000], "records"),
+    "guard-storm": (guard_storm, [250_000, 500_000, 1_000_000], "records"),
+    "symbols": (symbols, [250_000, 500_000, 1_000_000], "records"),
+    "chromium": (chromium, [250_000, 500_000, 1_000_000], "records"),
+    "breaks": (breaks, [5_000, 10_000, 20_000], "compile ids"),
+    "failures": (failures, [5_000, 10_000, 20_000], "compile ids"),
 }
 
 

@@ -50,6 +50,7 @@ class TraceBuilder:
             export_mode=export_mode,
         )
         self._number = 0
+        self.kept_records = 0  # events and metrics kept on compile units (see keep_event)
         self._raw: TextIO = open(self.trace.raw_jsonl_path, "w", encoding="utf-8")  # noqa: SIM115
         self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
         self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115

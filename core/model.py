@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .analysis import compile_time, views
 from .compile_id import CompileId
 from .frames import Frame, InternTable
+from .limits import Unlisted
 from .records import loads_bounded
 from .stats import ParseStats
 from .store import PayloadRef, PayloadStore
@@ -212,6 +213,10 @@ class CompileUnit:
     stacks: list[list[Frame]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     describes: DescribeRefs = field(default_factory=DescribeRefs)
+    #: records kept in ``events`` and ``metrics``, by event type
+    kept: Counter[str] = field(default_factory=Counter)
+    #: event type -> its records past :data:`~tlsite.core.limits.RECORDS_PER_KIND`, counted
+    unlisted: dict[str, Unlisted] = field(default_factory=dict)
 
     @property
     def event_counts(self) -> Counter[str]:

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .frames import Frame, read_stack
+from .limits import RECORDS_PER_KIND, RECORDS_PER_TRACE, Unlisted
 from .model import BODY_PAYLOAD, Artifact, CompileUnit, Event, Trace
 from .records import Record
 from .store import PayloadRef
@@ -225,18 +226,45 @@ class RecordContext:
     def keep_event(self, *, into: str = "events") -> Event:
         """Keep the record as an :class:`Event` on the unit (``events`` or ``metrics``).
 
-        Its other top-level keys are not kept: raw.jsonl has the whole envelope.
+        Its other top-level keys are not kept: raw.jsonl has the whole envelope. Past
+        :data:`RECORDS_PER_KIND` records of its type in the unit, or :data:`RECORDS_PER_TRACE`
+        in all, the event is returned but not kept: the unit counts it (pages say how many are
+        not shown, and where).
         """
+        record, unit, builder = self.record, self.unit, self.builder
+        unit.kept[record.event_type] += 1
+        keep = (
+            unit.kept[record.event_type] <= RECORDS_PER_KIND
+            and builder.kept_records < RECORDS_PER_TRACE
+        )
+        if keep:
+            builder.kept_records += 1
+        else:
+            self._count_unlisted()
         event = Event(
-            type=self.record.event_type,
-            line=self.record.line,
-            compile_id=self.record.compile_id,
-            metadata=self.record.metadata,
+            type=record.event_type,
+            line=record.line,
+            compile_id=record.compile_id,
+            metadata=record.metadata,
             payload=self.payload_ref,
             stacks=NO_STACKS,
         )
-        getattr(self.unit, into).append(event)
+        if keep:
+            getattr(unit, into).append(event)
         return event
+
+    def _count_unlisted(self) -> None:
+        """Count a record past the cap on its unit and on Parse health (noted once a type)."""
+        record, unit = self.record, self.unit
+        unlisted = unit.unlisted.get(record.event_type)
+        stats = self.builder.trace.stats
+        if unlisted is None:
+            unit.unlisted[record.event_type] = Unlisted(1, record.line, record.line)
+            detail = f"{record.event_type} records of {unit.display} from this one on"
+            stats.find("not_listed", record.line, detail)
+        else:
+            unlisted.add(record.line)
+            stats.findings["not_listed"] += 1
 
 
 #: Shared by the many events without stacks (an empty dict is 64 bytes).

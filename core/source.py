@@ -29,6 +29,7 @@ Every problem becomes an ``InputError`` of one line that names the path.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import io
@@ -70,6 +71,8 @@ STDIN_NAME = "<stdin>"
 _HEAD_BYTES = 512  # enough for every magic number we look at, including tar's at offset 257
 _CHUNK = 1 << 20
 _MEMBER_STEP = 64 << 10  # bytes decoded per read of compressed data (see _GuardedRaw)
+_SALVAGE_PIECE = 16  # compressed bytes fed at a time to decode up to a break (see _Gunzip)
+_SALVAGE_READ = 256  # bytes read at a time from an archive member up to a break
 _LIST_SHOWN = 10  # candidates/ignored names quoted in one error line before "… and N more"
 
 #: Names a folder's or archive's logs have (torch writes ``dedicated_log_torch_trace_*.log``);
@@ -413,9 +416,10 @@ class _GuardedRaw(io.RawIOBase):
     bytes (a file that is still growing is read as far as it reached when it was chosen).
 
     An archive member is read a step at a time (``readinto1``): a decompression error loses
-    what the failing call decoded, so small fixed steps lose little, and the same bytes on
-    every pass. Its ``crc`` is checked here at the end, not by :mod:`zipfile`, which would
-    drop the last read's bytes with the error; a mismatch is a line in ``breaks``.
+    what the failing call decoded, the same bytes on every pass, so with ``reopen`` (a fresh
+    stream of the same member) that step is read again in small pieces up to the damage. Its
+    ``crc`` is checked here at the end, not by :mod:`zipfile`, which would drop the last read's
+    bytes with the error; a mismatch is a line in ``breaks``.
     """
 
     def __init__(
@@ -428,9 +432,11 @@ class _GuardedRaw(io.RawIOBase):
         breaks: list[str] | None = None,
         stop_at: int | None = None,
         crc: int | None = None,
+        reopen: Callable[[], contextlib.AbstractContextManager[BinaryIO]] | None = None,
     ) -> None:
         super().__init__()
         self._inner = inner
+        self._reopen = reopen
         self._stepped = getattr(inner, "readinto1", None) is not None
         self._expected_crc = crc
         self._crc = 0
@@ -459,9 +465,11 @@ class _GuardedRaw(io.RawIOBase):
         except _DATA_ERRORS as exc:
             if self._breaks is None:
                 raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
+            n = self._salvage(memoryview(buffer)[:_MEMBER_STEP]) if self._stepped else 0
+            self._count += n
             _note_break(self._breaks, f"the archive member breaks off ({exc})", self._count)
             self._stop_at = self._count
-            return 0
+            return n
         if self._expected_crc is not None:
             if n:
                 self._crc = zlib.crc32(memoryview(buffer)[:n], self._crc)
@@ -474,6 +482,30 @@ class _GuardedRaw(io.RawIOBase):
                 "refused"
             )
         return n
+
+    def _salvage(self, step: memoryview) -> int:
+        """Put in ``step`` what the failed step decodes before the damage, read from a fresh
+        stream in small pieces; how many bytes."""
+        if self._reopen is None:
+            return 0
+        got = 0
+        try:
+            with self._reopen() as again:
+                left = self._count
+                while left > 0:  # decoded before: no error
+                    skipped = len(again.read(min(left, _CHUNK)))
+                    if not skipped:
+                        return 0
+                    left -= skipped
+                while got < len(step):
+                    piece = again.read1(min(_SALVAGE_READ, len(step) - got))  # type: ignore[attr-defined]
+                    if not piece:
+                        break
+                    step[got : got + len(piece)] = piece
+                    got += len(piece)
+        except (*_DATA_ERRORS, InputError):
+            pass  # the damage, where the failed step met it
+        return got
 
     def _check_crc(self) -> None:
         """At the end of a member: its bytes are the ones that were stored, or say so."""
@@ -504,7 +536,9 @@ class _Gunzip(io.RawIOBase):
 
     Unlike :class:`gzip.GzipFile`, a cut or damaged stream is not an error that loses the
     last buffer: everything that decompressed is returned, then the stream ends and
-    ``breaks`` says where.
+    ``breaks`` says where. A decoding error loses the step that raised it, so each step starts
+    from a copy of the decoder, and the failed step is decoded again from it in small pieces
+    up to the damage.
     """
 
     def __init__(
@@ -537,16 +571,20 @@ class _Gunzip(io.RawIOBase):
                     if not data:
                         self._stop("the gzip data ends early")
                         break
-            try:  # in fixed steps: an error loses that step's bytes, the same on every pass
-                out = self._z.decompress(data, min(len(buffer), _MEMBER_STEP))
+            step = min(len(buffer), _MEMBER_STEP)
+            start = self._z.copy()
+            try:  # in fixed steps, the same on every pass
+                out = self._z.decompress(data, step)
             except zlib.error as exc:
                 if "incorrect data check" in str(exc) or "incorrect length check" in str(exc):
                     self._done = True  # read to the end, but not what was written
                     if GZIP_CRC_MISMATCH not in self._breaks:
                         self._breaks.append(GZIP_CRC_MISMATCH)
-                else:
-                    self._stop(f"the gzip data is damaged ({exc})")
-                break
+                    break
+                out = _decoded_before_error(start, data, step)
+                self._stop(f"the gzip data is damaged ({exc})", len(out))
+                if not out:
+                    break
             if out:
                 n = len(out)
                 buffer[:n] = out
@@ -565,9 +603,10 @@ class _Gunzip(io.RawIOBase):
         except _DATA_ERRORS as exc:
             raise InputError(f"{self._display}: unreadable or corrupt data ({exc})") from exc
 
-    def _stop(self, what: str) -> None:
+    def _stop(self, what: str, more: int = 0) -> None:
+        """End the stream after ``more`` bytes still to be returned, noting where it broke."""
         self._done = True
-        _note_break(self._breaks, what, self._out)
+        _note_break(self._breaks, what, self._out + more)
 
     def close(self) -> None:
         if not self.closed:
@@ -575,6 +614,21 @@ class _Gunzip(io.RawIOBase):
                 self._raw.close()
             finally:
                 super().close()
+
+
+def _decoded_before_error(decoder: Any, data: bytes, limit: int) -> bytes:
+    """What ``decoder`` (a copy taken before the step that failed) decodes from ``data`` before
+    the damage, up to ``limit`` bytes: fed a few bytes at a time, it returns each piece's
+    output before it meets the bad one."""
+    out = bytearray()
+    for at in range(0, len(data), _SALVAGE_PIECE):
+        try:
+            out += decoder.decompress(data[at : at + _SALVAGE_PIECE], limit - len(out))
+        except zlib.error:
+            break
+        if len(out) >= limit or decoder.unconsumed_tail or decoder.eof:
+            break
+    return bytes(out)
 
 
 def _guarded(
@@ -651,6 +705,23 @@ class _ZipMemberOpener:
     limit: int | None = None  # most bytes a gzip log inside may unpack to
 
     def __call__(self) -> BinaryIO:
+        zf, member, crc = self._open()
+        breaks = self.breaks if self.breaks is not None else []
+        raw = _guarded(
+            member,
+            self.display,
+            self.declared_size,
+            (zf.close,),
+            breaks=breaks,
+            crc=crc,
+            reopen=self._again,
+        )
+        if not self.gzipped:
+            return raw
+        return _gunzipped(raw, self.display, breaks, self.limit)
+
+    def _open(self) -> tuple[zipfile.ZipFile, BinaryIO, int]:
+        """The archive, the member's stream (which checks no CRC) and the member's CRC."""
         try:
             zf = zipfile.ZipFile(self.archive)
         except _ZIP_ERRORS as exc:
@@ -666,13 +737,17 @@ class _ZipMemberOpener:
         except BaseException:
             zf.close()
             raise
-        breaks = self.breaks if self.breaks is not None else []
-        raw = _guarded(
-            member, self.display, self.declared_size, (zf.close,), breaks=breaks, crc=crc
-        )
-        if not self.gzipped:
-            return raw
-        return _gunzipped(raw, self.display, breaks, self.limit)
+        return zf, member, crc  # type: ignore[return-value]
+
+    @contextlib.contextmanager
+    def _again(self) -> Iterator[BinaryIO]:
+        """A fresh stream of the member (to read a damaged step again, see _GuardedRaw)."""
+        zf, member, _ = self._open()
+        try:
+            yield member
+        finally:
+            member.close()
+            zf.close()
 
 
 @dataclass(frozen=True)
@@ -1208,14 +1283,19 @@ def _resolve_open_7z(
     _check_unpacked(shown, choice.chosen, budget)
     scratch = _Scratch()
     try:
-        extracted = _extract_7z(sz, shown, [e.name for e, _ in choice.chosen], scratch, budget)
+        names = [e.name for e, _ in choice.chosen]
+        extracted, cut = _extract_7z(sz, shown, names, scratch, budget)
         logs = []
+        notes = list(choice.notes)
         for entry, rank in choice.chosen:
+            if entry.name not in extracted:
+                notes.append(f"{entry.name}: not read, the archive breaks off before it")
+                continue
             display = f"{label}:{entry.name}"
             file = str(extracted[entry.name])
             head = _read_head(file, display)
             gzipped = _gzip_or_plain(display, head, functools.partial(open, file, "rb"))
-            breaks: list[str] = []
+            breaks = [cut[entry.name]] if entry.name in cut else []
             limit = _inner_limit(budget, choice.chosen, entry)
             opener = _FileOpener(file, display, gzipped, scratch, None, breaks, limit)
             size = _unpacked_size(opener) if gzipped else entry.size
@@ -1226,7 +1306,7 @@ def _resolve_open_7z(
     return ResolvedInput(
         logs=logs,
         ignored=choice.ignored,
-        notes=choice.notes,
+        notes=notes,
         is_multi_rank=choice.multi_rank,
         _scratch=[scratch],
     )
@@ -1234,19 +1314,55 @@ def _resolve_open_7z(
 
 def _extract_7z(
     sz: Any, shown: str, names: list[str], scratch: _Scratch, budget: int
-) -> dict[str, Path]:
-    """Extract the named members into ``scratch``; returns member name → file on disk."""
+) -> tuple[dict[str, Path], dict[str, str]]:
+    """Extract the named members into ``scratch``: member name → file on disk, and member name
+    → where it breaks off, for the member a damaged archive cut short (members after it are
+    left out; none read at all is an :class:`InputError`)."""
     from . import sevenzip
 
     try:
-        extracted = sevenzip.extract(sz, names, scratch.path / "extract", scratch.path, budget)
+        extracted = sevenzip.extract(
+            sz, names, scratch.path / "extract", scratch.path, budget, _DATA_ERRORS
+        )
     except sevenzip.OverBudget as exc:
         raise InputError(
             f"{shown}: unpacks to more than the {_human(budget)} limit; refused"
         ) from exc
+    except sevenzip.Damaged as damaged:
+        return _extracted_before(shown, names, damaged)
     files: dict[str, Path] = {}
     for name, file in extracted.items():
         if file is None:
             raise InputError(f"{shown}: could not extract member {name!r}")
         files[name] = file
-    return files
+    return files, {}
+
+
+def _extracted_before(
+    shown: str, names: list[str], damaged: Any
+) -> tuple[dict[str, Path], dict[str, str]]:
+    """What a failed extraction left (``damaged``, a :class:`sevenzip.Damaged`): the members
+    written before the error, and the one it hit (the last one py7zr began), cut where the
+    error stopped it or whole but not matching its CRC. A member with no byte written is left
+    out."""
+    from . import sevenzip
+
+    written = {name: file for name, file in damaged.written.items() if file is not None}
+    hit = damaged.hit
+    name = next((n for n, f in written.items() if f == hit), None)
+    size = hit.stat().st_size if hit is not None and hit.exists() else 0
+    if name is not None and size == 0:
+        del written[name]
+    exc = damaged.cause
+    if not written:
+        member = f"member {names[0]!r}" if len(names) == 1 else "the members"
+        raise InputError(
+            f"{shown}: corrupt 7z archive: {member} could not be decompressed ({exc}), "
+            "not even the start"
+        ) from exc
+    if name not in written:
+        return written, {}
+    if isinstance(exc, sevenzip.CRC_ERRORS):
+        return written, {name: CRC_MISMATCH}
+    what = f"the 7z data is damaged ({exc or type(exc).__name__})"
+    return written, {name: f"{what} after {size:,} bytes of log{SHOWS_WHAT_CAME_BEFORE}"}

@@ -32,6 +32,8 @@ FINDING_REASONS: dict[str, str] = {
     "bad_field": "a metadata field has an unexpected type (the field was ignored)",
     "bad_payload": "payload could not be decoded as its declared format (shown as text)",
     "bad_compile_id": "compile-id fields are malformed (listed under 'unknown')",
+    "not_listed": "records past the most kept of one type in a compile, or in all (counted, "
+    "and in raw.log and raw.jsonl)",
     "input_cut": "the input breaks off here (cut or damaged compressed data): nothing after it",
     "input_damaged": "the input is damaged (its data does not match its CRC): lines from the "
     "damage on may be garbage",

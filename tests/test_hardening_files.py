@@ -345,7 +345,9 @@ def test_a_zip_member_damaged_at_its_start_says_the_data_breaks_off_before_any_r
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     original = SIMPLE.read_bytes()
-    for at in (0.0, 0.05):  # at resolve time (the first bytes), and while reading
+    # at resolve time (the first bytes), and while reading (before the first 4 KiB decoded:
+    # from 5% on, the lines decoded before the damage are kept, see test_hardening_memory)
+    for at in (0.0, 0.02):
         archive = _damaged_zip(original, tmp_path / f"at{at}.zip", at)
         out = tmp_path / f"site{at}"
         code = cli.main(["build", str(archive), "-o", str(out), "--no-browser", "--no-zip"])

@@ -28,6 +28,7 @@ from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
 from ..handlers import SYMBOLIC_TYPES
+from ..limits import ITEMS_PER_SECTION, ROWS, SECTIONS, Shown, shown
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..records import is_whole_number, loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
@@ -76,10 +77,8 @@ DETAIL_READERS: dict[str, Callable[[Any], Any]] = {
 #: Artifacts open whatever their size: the traceback is what a failed compile's page is for.
 ALWAYS_OPEN = {"dynamo_error"}
 #: Artifacts of one compile shown as sections (heading, facts, code); the rest are listed in
-#: one table, each row linking its raw file (metrics records past it are only counted). Real
-#: compiles log a few dozen; a page of thousands of sections made Markdown and the search
-#: index take time quadratic in their count.
-MAX_ARTIFACT_SECTIONS = 500
+#: one table, each row linking its raw file (metrics records past it are only counted).
+MAX_ARTIFACT_SECTIONS = SECTIONS
 #: Items of each kind "Worst problems first" lists before "and N more".
 MAX_PROBLEMS = 5
 #: Artifacts that are printed FX graphs (their node count is shown).
@@ -410,13 +409,15 @@ class ReportRenderer:
             "artifacts": [
                 self._artifact_view(unit, a, blocks) for a in unit.artifacts[:MAX_ARTIFACT_SECTIONS]
             ],
-            "more_artifacts": self._artifact_rows(unit.artifacts[MAX_ARTIFACT_SECTIONS:], blocks),
+            "more_artifacts": self._artifact_rows(
+                unit.artifacts[MAX_ARTIFACT_SECTIONS : MAX_ARTIFACT_SECTIONS + ROWS], blocks
+            ),
             "artifact_count": len(unit.artifacts),
             "guards": self._guards(unit),
             "symbolic": unit_symbols(unit),
-            "other_events": [
-                _event_row(e) for e in unit.events if not _is_symbolic(e) and e.type != "export"
-            ],
+            "other_events": _event_rows(
+                [e for e in unit.events if not _is_symbolic(e) and e.type != "export"]
+            ),
             "event_counts": sorted(unit.event_counts.items()),
             "provenance_links": extra_pages.unit_links(self, unit),
             "metrics_tables": [
@@ -438,7 +439,8 @@ class ReportRenderer:
     def graph_breaks_page(self) -> Page:
         md = render_markdown(
             "graph_breaks.md",
-            breaks=self.graph_breaks,
+            rows=shown(self.graph_breaks, ROWS),
+            sections=shown(self.graph_breaks, SECTIONS),
             status=self.status,
             unit_path=self.unit_path,
         )
@@ -447,14 +449,19 @@ class ReportRenderer:
     def recompiles_page(self) -> Page:
         frames = sorted((f for f in self.frames if f.recompiles), key=lambda f: -len(f.recompiles))
         md = render_markdown(
-            "recompiles.md", frames=frames, status=self.status, unit_path=self.unit_path
+            "recompiles.md",
+            frames=shown(frames, SECTIONS),
+            status=self.status,
+            unit_path=self.unit_path,
         )
         return Page("recompiles.md", md, "Recompiles")
 
     def failures_page(self) -> Page:
+        failures = self.failures
         md = render_markdown(
             "failures.md",
-            failures=self.failures,
+            rows=shown(failures, ROWS),
+            sections=shown([f for f in failures if not f.is_restart], SECTIONS),
             exports=self.exports,
             status=self.status,
             unit_path=self.unit_path,
@@ -479,10 +486,20 @@ class ReportRenderer:
         return Page("compile_time.md", md, "Compile time")
 
     def symbolic_shapes_page(self) -> Page:
-        groups = [unit_symbols(unit) for unit in self.trace.units.values()]
+        """Every compile's symbols, :data:`ITEMS_PER_SECTION` of each kind per compile, for
+        compiles until :data:`ROWS` items are listed (each compile's page has all its own)."""
+        groups = [g for g in map(unit_symbols, self.trace.units.values()) if g is not None]
+        count = listed = 0
+        for group in groups[:SECTIONS]:
+            if listed >= ROWS:
+                break
+            listed += min(len(group.symbols), ITEMS_PER_SECTION) * 9  # + 8 constraints each
+            listed += min(len(group.other), ITEMS_PER_SECTION)
+            count += 1
         md = render_markdown(
             "symbolic_shapes.md",
-            groups=[g for g in groups if g is not None],
+            groups=Shown(groups[:count], len(groups)),
+            items=ITEMS_PER_SECTION,
             unit_path=self.unit_path,
             function_of=self.function_of,
         )
@@ -782,6 +799,11 @@ def _frame_slug(frame: views.FrameCompiles) -> str:
 
 def _is_symbolic(event: Event) -> bool:
     return event.type in SYMBOLIC_TYPES
+
+
+def _event_rows(events: list[Event]) -> Shown[dict[str, Any]]:
+    """The first :data:`ROWS` events as table rows."""
+    return Shown([_event_row(e) for e in events[:ROWS]], len(events))
 
 
 def _event_row(event: Event) -> dict[str, Any]:

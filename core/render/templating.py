@@ -13,6 +13,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from .. import limits as limits_mod
+from ..handlers import SYMBOLIC_TYPES
 from . import escape
 
 
@@ -35,7 +37,7 @@ def bytecode_cache() -> jinja2.BytecodeCache:
 
 def _environment(**escaping: Any) -> jinja2.Environment:
     """The settings both environments share; ``escaping`` is what sets them apart."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("tlsite.core.render", "templates"),
         trim_blocks=True,
         lstrip_blocks=True,
@@ -44,6 +46,8 @@ def _environment(**escaping: Any) -> jinja2.Environment:
         bytecode_cache=bytecode_cache(),
         **escaping,
     )
+    env.globals.update(limits=limits_mod, symbolic_types=SYMBOLIC_TYPES)
+    return env
 
 
 @cache
