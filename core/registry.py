@@ -231,7 +231,7 @@ class RecordContext:
         in all, the event is returned but not kept: the unit counts it (pages say how many are
         not shown, and where).
         """
-        record, unit, builder = self.record, self.unit, self.builder
+        record, unit, builder = self.record, self.unit, self._builder
         unit.kept[record.event_type] += 1
         keep = (
             unit.kept[record.event_type] <= RECORDS_PER_KIND
@@ -257,7 +257,7 @@ class RecordContext:
         """Count a record past the cap on its unit and on Parse health (noted once a type)."""
         record, unit = self.record, self.unit
         unlisted = unit.unlisted.get(record.event_type)
-        stats = self.builder.trace.stats
+        stats = self.trace.stats
         if unlisted is None:
             unit.unlisted[record.event_type] = Unlisted(1, record.line, record.line)
             detail = f"{record.event_type} records of {unit.display} from this one on"
