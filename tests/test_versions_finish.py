@@ -1,0 +1,125 @@
+"""Issue #17, what was left: export calls timed one by one, records outside any compile and the
+AOTInductor build, draft export told from a plain export under TORCH_DTRACE, torchrun under
+TORCH_DTRACE (two logs per rank), and readable views of the remaining text artifacts.
+
+Real traces: ``tests/fixtures/traces/torch-<version>/`` (fixtures README, "Other torch
+versions"), ``torch-2.15/export_dtrace.log``, ``dtrace_two_logs/`` and ``dtrace_torchrun/``
+(``scripts/dtrace_torchrun.py`` under ``torchrun --nproc-per-node 2`` with TORCH_DTRACE).
+Expected values come from the raw log lines and the scripts, never from tlsite's output.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from corpus import FIXTURE_TRACES
+from test_site import article_text, h1_text
+
+from tlsite.cli import build
+from tlsite.core import load
+from tlsite.core.analysis.export_report import export_failures
+from tlsite.core.source import resolve_input
+
+EXPORT_DTRACE = FIXTURE_TRACES / "torch-2.15" / "export_dtrace.log"
+TORCHRUN = FIXTURE_TRACES / "dtrace_torchrun"
+
+
+def fixture(version: str, scenario: str) -> Path:
+    return FIXTURE_TRACES / f"torch-{version}" / f"{scenario}.log"
+
+
+def raw_records(path: Path, event_type: str) -> list[dict]:
+    """The envelopes of ``event_type`` records, read straight from the log."""
+    found = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if f'{{"{event_type}":' in line and not line.startswith("\t"):
+            found.append(json.loads(line[line.index("{") :]))
+    return found
+
+
+# -- 3. a plain torch.export under TORCH_DTRACE is not a draft export ---------------------------
+def test_plain_export_under_dtrace_is_not_read_as_a_draft_export(tmp_path: Path) -> None:
+    """export_dtrace.py calls torch.export.export three times under TORCH_DTRACE: each call
+    logs `export` ("start!") and the good one its `exported_program`, but no draft export ran
+    (no fake-kernel or real-tensor-propagation record): the report is a torch.compile report."""
+    assert len(raw_records(EXPORT_DTRACE, "export")) == 3
+    assert len(raw_records(EXPORT_DTRACE, "exported_program")) == 1
+    for marker in ("missing_fake_kernel", "mismatched_fake_kernel"):
+        assert not raw_records(EXPORT_DTRACE, marker)
+    assert not raw_records(EXPORT_DTRACE, "propagate_real_tensors_provenance")
+    assert load(EXPORT_DTRACE).export_mode is False
+    out = tmp_path / "site"
+    build(str(EXPORT_DTRACE), out, make_zip=False)
+    assert h1_text((out / "index.html").read_text(encoding="utf-8")).startswith(
+        "torch.compile report"
+    )
+    assert not (out / "export_report.html").exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        fixture("2.15", "export_draft"),
+        fixture("2.10", "export_draft"),
+        fixture("2.6", "export_draft"),
+        FIXTURE_TRACES / "dtrace_two_logs",
+        FIXTURE_TRACES / "dtrace_two_logs" / "torch-2.10",
+    ],
+    ids=["2.15", "2.10", "2.6", "two_logs", "two_logs_2.10"],
+)
+def test_a_real_draft_export_still_reads_as_one(path: Path) -> None:
+    trace = load(path)
+    assert trace.export_mode is True
+    assert export_failures(trace)
+
+
+# -- 4. torchrun under TORCH_DTRACE: each rank's two logs are one process's ---------------------
+def rank_logs(rank: int) -> tuple[Path, Path]:
+    """(main log, draft-export log) of ``rank``, told apart by their records."""
+    logs = sorted(TORCHRUN.glob(f"dedicated_log_torch_trace_rank_{rank}_*.log"))
+    draft = [p for p in logs if '{"exported_program"' in p.read_text(encoding="utf-8")]
+    assert len(logs) == 2 and len(draft) == 1
+    return next(p for p in logs if p not in draft), draft[0]
+
+
+def pids(path: Path) -> set[str]:
+    return {
+        line.split()[2] for line in path.read_text(encoding="utf-8").splitlines() if line[:1] == "V"
+    }
+
+
+def test_torchrun_dtrace_folder_joins_each_ranks_logs() -> None:
+    """Each rank's process wrote its main log and draft export's (one pid per rank): the
+    folder reads as two ranks, each the two logs of its process, main log first."""
+    with resolve_input(TORCHRUN) as resolved:
+        assert resolved.is_multi_rank
+        assert [log.rank for log in resolved.logs] == [0, 1]
+        for rank, log in enumerate(resolved.logs):
+            main, draft = rank_logs(rank)
+            assert len(pids(main) | pids(draft)) == 1
+            assert [p.display_name for p in log.logs_read()] == [main.name, draft.name]
+            lines = len(main.read_bytes().splitlines()) + len(draft.read_bytes().splitlines())
+            assert [(p.first_line, p.last_line) for p in log.parts][-1][1] == lines
+
+
+def test_torchrun_dtrace_rank_report_names_the_users_line(tmp_path: Path) -> None:
+    """A rank's draft-export issue names the script's line: its stack uses the file name
+    interned in the rank's main log."""
+    script = FIXTURE_TRACES.parent / "scripts" / "dtrace_torchrun.py"
+    lines = script.read_text(encoding="utf-8").splitlines()
+    branch = next(n for n, text in enumerate(lines, 1) if "if k > 2:" in text)
+    for rank in (0, 1):
+        trace = load(TORCHRUN, rank=rank)
+        assert trace.export_mode
+        issues = export_failures(trace)
+        assert [i.type for i in issues] == ["Data Dependent Error", "Missing Fake Kernel"]
+        frames = [frame.describe() for frame in issues[0].user_stack]
+        assert any(f"dtrace_torchrun.py:{branch}" in frame for frame in frames), frames
+    out = tmp_path / "site"
+    build(str(TORCHRUN), out, make_zip=False)
+    for rank in (0, 1):
+        health = article_text((out / f"rank_{rank}" / "health.html").read_text(encoding="utf-8"))
+        main, draft = rank_logs(rank)
+        assert main.name in health and draft.name in health
