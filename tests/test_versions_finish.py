@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from corpus import FIXTURE_TRACES
-from test_site import article_text, h1_text
+from test_site import article_text, artifact_sections, h1_text, tables
 
 from tlsite.cli import build
 from tlsite.core import load
@@ -123,3 +123,98 @@ def test_torchrun_dtrace_rank_report_names_the_users_line(tmp_path: Path) -> Non
         health = article_text((out / f"rank_{rank}" / "health.html").read_text(encoding="utf-8"))
         main, draft = rank_logs(rank)
         assert main.name in health and draft.name in health
+
+
+# -- 1. strict export (torch 2.10+): each call's compile time, never "[-/-]" --------------------
+def call_seconds(metrics: dict) -> float:
+    """A strict export call's time as its metrics record says it (``duration_us``, or its
+    start and end when it has none)."""
+    if metrics.get("duration_us") is not None:
+        return metrics["duration_us"] / 1e6
+    return (metrics["end_time_us"] - metrics["start_time_us"]) / 1e6
+
+
+def time_rows(page_html: str) -> dict[str, tuple[str, float]]:
+    """The compile-time page's table: first cell → (its link, total seconds)."""
+    for rows in tables(page_html):
+        if rows and rows[0][0].text in ("Compile", "Compile id") and rows[0][2].text == "Total (s)":
+            return {r[0].text: (r[0].hrefs[0], float(r[2].text)) for r in rows[1:]}
+    raise AssertionError("no compile-time table")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["2.15", "2.10"])
+def test_strict_export_calls_are_timed_one_by_one(tmp_path: Path, version: str) -> None:
+    """torch 2.10+ strict export logs each call's metrics with no compile id: the compile-time
+    page has a row per call with that call's time, linking to the calls' compile id, and the
+    overview names the slowest call, not [-/-]."""
+    path = fixture(version, "export_strict")
+    raw = [r["compilation_metrics"] for r in raw_records(path, "compilation_metrics")]
+    assert len(raw) == 3 and all(m["compile_id"] is None for m in raw)
+    expected = {f"export #{n} ([0/0])": call_seconds(m) for n, m in enumerate(raw, 1)}
+    out = tmp_path / "site"
+    build(str(path), out, make_zip=False)
+    rows = time_rows((out / "compile_time.html").read_text(encoding="utf-8"))
+    assert set(rows) == set(expected)
+    for name, seconds in expected.items():
+        assert rows[name][1] == pytest.approx(seconds, abs=0.0006), name
+        assert rows[name][0] == "-_0_0_0/index.html"
+    slowest = max(expected, key=expected.__getitem__)
+    fact = glance_of(out)["Slowest compile"]
+    assert "[-/-]" not in fact
+    assert fact == f"{slowest} torch.export: {expected[slowest]:.2f} s"
+
+
+def glance_of(site: Path) -> dict[str, str]:
+    for rows in tables((site / "index.html").read_text(encoding="utf-8")):
+        facts = {row[0].text: row[1].text for row in rows if len(row) == 2 and row[0].text}
+        if "Log" in facts:
+            return facts
+    raise AssertionError("no 'At a glance' table")
+
+
+# -- 2. [-/-]: records outside any compile; the AOTInductor build --------------------------------
+@pytest.mark.slow
+def test_records_of_no_compile_id_are_not_a_compile_missing_its_metrics(tmp_path: Path) -> None:
+    """2.15 logs its torch_version artifact with no compile id; the [-/-] page says what it
+    holds, with no status that reads like a failure ("Metrics were missing")."""
+    path = fixture("2.15", "graph_breaks")
+    (record,) = raw_records(path, "artifact")[:1]
+    assert record["artifact"]["name"] == "torch_version" and "frame_id" not in record
+    out = tmp_path / "site"
+    build(str(path), out, make_zip=False)
+    page = (out / "-_-_-_-" / "index.html").read_text(encoding="utf-8")
+    assert h1_text(page).rstrip("¶") == "[-/-] records outside any compile"
+    text = article_text(page)
+    for failure_like in ("Metrics were missing", "No metrics", "Error", "Success"):
+        assert failure_like not in text, failure_like
+    assert "torch_version" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["2.15", "2.10"])
+def test_aotinductor_build_is_one_thing_with_its_time_and_code(
+    tmp_path: Path, version: str
+) -> None:
+    """An AOTInductor build logs its metrics (start and end, no compile id) and its wrapper and
+    kernel code (graph_dump) with no compile id: the report names it "AOTInductor build",
+    times it from start to end, and links its code from the [-/-] page."""
+    path = fixture(version, "aoti")
+    (metrics,) = [r["compilation_metrics"] for r in raw_records(path, "compilation_metrics")]
+    seconds = (metrics["end_time_us"] - metrics["start_time_us"]) / 1e6
+    dumps = [r["graph_dump"]["name"] for r in raw_records(path, "graph_dump")]
+    assert dumps == ["inductor_aot_wrapper_code", "inductor_aot_kernel_code"]
+    out = tmp_path / "site"
+    build(str(path), out, make_zip=False)
+    rows = time_rows((out / "compile_time.html").read_text(encoding="utf-8"))
+    assert list(rows) == ["AOTInductor build"]
+    assert rows["AOTInductor build"] == ("-_-_-_-/index.html", pytest.approx(seconds, abs=0.0006))
+    assert glance_of(out)["Slowest compile"] == f"AOTInductor build: {seconds:.2f} s"
+    page = (out / "-_-_-_-" / "index.html").read_text(encoding="utf-8")
+    text = article_text(page)
+    assert f"AOTInductor build: {seconds:.3f} s of compile time" in text
+    sections = artifact_sections(page)
+    for name in dumps:
+        (number,) = [n for n, html in sections.items() if f">{name}" in html.split("</h3>")[0]]
+        assert f'href="#artifact-{number}"' in page, name
+        assert "<code" in sections[number]  # the code itself is on the page
