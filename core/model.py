@@ -31,6 +31,20 @@ BODY_PAGE = "page"  # a small HTML page rendered from the model (tlparse rendere
 
 CACHE_MARKS = {"miss": "❌", "hit": "✅", "bypass": "❓"}
 
+#: AOTAutograd's generated wrapper code (Python): torch 2.15 logs the six of torch <= 2.13 as
+#: sections of ``aot_autograd_runtime_wrappers``.
+AOT_WRAPPER_CODE = frozenset(
+    {
+        "aot_autograd_runtime_wrappers",
+        "backward_prologue",
+        "backward_epilogue",
+        "compiled_fn_wrapper",
+        "compiled_function_forward",
+        "compiled_function_backward",
+        "runtime_wrapper_orchestration",
+    }
+)
+
 
 def cache_status(path: str) -> str | None:
     """tlparse's rule: ``cache_miss`` beats ``cache_hit`` beats ``cache_bypass`` in the path."""
@@ -95,6 +109,8 @@ class Artifact:
             if "bytecode" in self.name.lower():
                 return "text"
             if self.name.endswith(("_graph", "graph_runnable", "_pre_grad", "_post_grad")):
+                return "python"
+            if self.name in AOT_WRAPPER_CODE:
                 return "python"
             return "text"
         if self.kind == "dynamo_cpp_guards_str":

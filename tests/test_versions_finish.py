@@ -218,3 +218,68 @@ def test_aotinductor_build_is_one_thing_with_its_time_and_code(
         (number,) = [n for n, html in sections.items() if f">{name}" in html.split("</h3>")[0]]
         assert f'href="#artifact-{number}"' in page, name
         assert "<code" in sections[number]  # the code itself is on the page
+
+
+# -- 5. text artifacts with a line saying what they are ------------------------------------------
+def payloads(path: Path, name: str) -> list[str]:
+    """The payload text of each ``name`` artifact, read straight from the log."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    found = []
+    for index, line in enumerate(lines):
+        if f'"name": "{name}"' in line and not line.startswith("\t"):
+            body = []
+            for follow in lines[index + 1 :]:
+                if not follow.startswith("\t"):
+                    break
+                body.append(follow[1:])
+            found.append("\n".join(body))
+    return found
+
+
+@pytest.mark.slow
+def test_2_15_runtime_wrappers_and_fw_metadata_say_what_they_are(tmp_path: Path) -> None:
+    """torch 2.15 merges six wrapper artifacts into aot_autograd_runtime_wrappers (a `# name`
+    line starts each); the page names its sections and shows the code as Python. The forward
+    metadata says how many inputs and outputs it describes."""
+    path = fixture("2.15", "recompiles")
+    (wrappers, *_) = payloads(path, "aot_autograd_runtime_wrappers")
+    sections = [line[2:] for line in wrappers.splitlines() if line.startswith("# ")]
+    assert sections == ["runtime_wrapper_orchestration"]
+    (metadata, *_) = payloads(path, "aot_forward_graph_fw_metadata")
+    inputs = metadata.count("InputAliasInfo(")
+    out = tmp_path / "site"
+    build(str(path), out, make_zip=False)
+    page = (out / "-_0_0_0" / "index.html").read_text(encoding="utf-8")
+    text = article_text(page)
+    assert (
+        "AOTAutograd's runtime wrappers: the Python code that runs around the compiled graph"
+        in text
+    )
+    assert "each section starts with its # name line: runtime_wrapper_orchestration." in text
+    sections_html = artifact_sections(page)
+    (number,) = [
+        n for n, html in sections_html.items() if "aot_autograd_runtime_wrappers" in html[:300]
+    ]
+    assert 'class="k">def</span>' in sections_html[number]  # highlighted as Python
+    noun = "input" if inputs == 1 else "inputs"
+    assert f"(ViewAndMutationMeta): {inputs} {noun}, 0 of them mutated in place" in text
+
+
+@pytest.mark.slow
+def test_side_effects_list_what_dynamo_replays(tmp_path: Path) -> None:
+    """dynamo_side_effects (torch 2.15, compiled autograd's [!0/1/0]): one line per side
+    effect, the first line of each message torch joins with a line of `=`."""
+    path = fixture("2.15", "compiled_autograd")
+    (payload,) = payloads(path, "dynamo_side_effects")
+    messages = [m for m in payload.split("\n\n" + "=" * 40 + "\n\n")]
+    firsts = [m.splitlines()[0] for m in messages]
+    assert len(firsts) == 4 and all(
+        f.startswith("Mutating object of type Parameter") for f in firsts
+    )
+    out = tmp_path / "site"
+    build(str(path), out, make_zip=False)
+    text = article_text((out / "0_1_0_0" / "index.html").read_text(encoding="utf-8"))
+    lead = "Side effects Dynamo replays after the compiled graph runs"
+    assert lead in text
+    listed = text.split(lead, 1)[1]
+    assert " ".join(firsts) in listed

@@ -727,6 +727,7 @@ class ReportRenderer:
             "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
             "code": None,
             "detail": None,
+            "text_view": None,
         }
         shown = artifact_code(self.trace, artifact)
         if shown is None:
@@ -736,6 +737,8 @@ class ReportRenderer:
         if reader is not None and artifact.encoding == "json":
             with contextlib.suppress(ValueError):  # a damaged payload: its raw text only
                 view["detail"] = reader(loads_bounded(text))
+        elif artifact.encoding == "string":
+            view["text_view"] = artifact_details.text_view(artifact.name, text)
         terms = self._code_terms.get((block.md5, artifact.name))
         if terms is None:  # a recompile storm shows the same code thousands of times
             terms = self._code_terms[block.md5, artifact.name] = tuple(
