@@ -367,8 +367,9 @@ class Trace:
     @property
     def compile_times(self) -> list[CompileTime]:
         from .analysis.compile_time import compile_times
+        from .analysis.exports import export_calls, outside_compiles
 
-        return compile_times(self)
+        return compile_times(self, outside_compiles(self, export_calls(self)))
 
     def close(self) -> None:
         self.store.close()
