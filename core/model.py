@@ -227,6 +227,9 @@ class CompileUnit:
     stacks: list[list[Frame]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     describes: DescribeRefs = field(default_factory=DescribeRefs)
+    #: (line of its code, seconds) of each AOTInductor build timed by its ``inductor_compile``
+    #: span (chromium events), for a build no metrics record times
+    aoti_spans: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def event_counts(self) -> Counter[str]:

@@ -283,3 +283,44 @@ def test_side_effects_list_what_dynamo_replays(tmp_path: Path) -> None:
     assert lead in text
     listed = text.split(lead, 1)[1]
     assert " ".join(firsts) in listed
+
+
+def chromium_events(path: Path, name: str) -> list[dict]:
+    """The chromium events called ``name``, decoded from their payloads in the log."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    found = []
+    for index, line in enumerate(lines):
+        if '{"chromium_event":' in line:
+            body = []
+            for follow in lines[index + 1 :]:
+                if not follow.startswith("\t"):
+                    break
+                body.append(follow[1:])
+            event = json.loads("\n".join(body))
+            if event["name"] == name:
+                found.append(event)
+    return found
+
+
+@pytest.mark.slow
+def test_2_6_aotinductor_build_is_timed_by_its_inductor_compile(tmp_path: Path) -> None:
+    """torch 2.6 logs the AOTInductor build under the export's compile id [0/0], after that
+    compile's metrics (dynamo's 0.03 s), with no metrics of its own; its inductor_compile span
+    (chromium B to E) is its time, shown as the AOTInductor build beside [0/0]'s own."""
+    path = fixture("2.6", "aoti")
+    (metrics,) = [r["compilation_metrics"] for r in raw_records(path, "compilation_metrics")]
+    spans = chromium_events(path, "inductor_compile")
+    assert [e["ph"] for e in spans] == ["B", "E"]
+    seconds = (spans[1]["ts"] - spans[0]["ts"]) / 1e6
+    assert seconds > 1 > metrics["duration_us"] / 1e6
+    assert [r["graph_dump"]["name"] for r in raw_records(path, "graph_dump")] == [
+        "inductor_aot_code"
+    ]
+    out = tmp_path / "site"
+    build(str(path), out, make_zip=False)
+    rows = time_rows((out / "compile_time.html").read_text(encoding="utf-8"))
+    assert rows["AOTInductor build"] == ("-_0_0_0/index.html", pytest.approx(seconds, abs=0.0006))
+    assert rows["[0/0]"][1] == pytest.approx(metrics["duration_us"] / 1e6, abs=0.0006)
+    assert glance_of(out)["Slowest compile"] == f"AOTInductor build: {seconds:.2f} s"
+    page = (out / "-_0_0_0" / "index.html").read_text(encoding="utf-8")
+    assert f"AOTInductor build under this compile id: {seconds:.3f} s" in article_text(page)

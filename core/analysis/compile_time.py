@@ -292,7 +292,30 @@ def compile_times(trace: Trace, names: Mapping[int, Named] | None = None) -> lis
             if time is not None:
                 time.label, time.function = label, function
                 rows.append(time)
+        rows += _aoti_span_times(unit)
     return sorted(rows, key=lambda r: (-r.total, r.unit.order))
+
+
+#: What a compile-time row calls an AOTInductor build (as ``exports.AOTI_BUILD``).
+AOTI_BUILD = "AOTInductor build"
+
+
+def _aoti_span_times(unit: CompileUnit) -> list[CompileTime]:
+    """AOTInductor builds no metrics record times (torch 2.6 logs one under the export's
+    compile id, after that compile's metrics), timed by their ``inductor_compile`` span."""
+    last = max((m.line for m in unit.metrics), default=0)
+    spans = [seconds for line, seconds in unit.aoti_spans if line > last]
+    return [
+        CompileTime(
+            unit,
+            [PhaseTime("Inductor (inductor_compile)", "Inductor (inductor_compile)", seconds)],
+            [],
+            [],
+            label=AOTI_BUILD if len(spans) == 1 else f"{AOTI_BUILD} {number}",
+            function="",
+        )
+        for number, seconds in enumerate(spans, 1)
+    ]
 
 
 def _compile_time(unit: CompileUnit, metrics: list[Event]) -> CompileTime | None:

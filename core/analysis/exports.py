@@ -29,7 +29,7 @@ from typing import Any
 
 from ..frames import Frame, is_user_frame, user_frame
 from ..model import Artifact, CompileUnit, Event, Trace
-from .compile_time import FORWARD, FORWARD_ROOT, _seconds, _timed
+from .compile_time import AOTI_BUILD, FORWARD, FORWARD_ROOT, _seconds, _timed
 from .views import (
     MAKE_FX_FAILED,
     PARTIAL_GRAPH,
@@ -454,7 +454,6 @@ def _frame_text(frame: Frame | None) -> str:
 #: Where AOTInductor's generated code is logged (``graph_dump``): ``inductor_aot_code`` (torch
 #: 2.6), ``inductor_aot_wrapper_code`` and ``inductor_aot_kernel_code`` (2.10+).
 AOTI_CODE = "inductor_aot_"
-AOTI_BUILD = "AOTInductor build"
 
 
 def outside_compiles(trace: Trace, calls: list[ExportCall]) -> dict[int, Compiled]:

@@ -240,7 +240,8 @@ class ReportRenderer:
         """The unit's compile time, when one compile is timed there (a compile id holding
         several export calls shows each call's time in its table instead)."""
         times = self._times_of.get(id(unit), [])
-        return times[0] if len(times) == 1 else None
+        plain = [t for t in times if not t.label]  # its own compile, beside an AOTI build
+        return times[0] if len(times) == 1 else plain[0] if len(plain) == 1 else None
 
     def _seconds_of(self, unit: CompileUnit) -> float | None:
         """All compile time shown on the unit's page (each export call's, when several)."""
@@ -512,6 +513,9 @@ class ReportRenderer:
             "time": self._time_of(unit),
             "outside": [t for t in self.times if t.label] if outside else [],
             "aoti_code": [a for a in unit.artifacts if a.name.startswith(AOTI_CODE)],
+            "aoti_times": [
+                t for t in self._times_of.get(id(unit), []) if t.label.startswith(AOTI_BUILD)
+            ],
             "summary_rows": self._summary_rows(unit, metrics=not outside),
             "artifacts": [
                 self._artifact_view(unit, a, blocks) for a in unit.artifacts[:MAX_ARTIFACT_SECTIONS]
@@ -572,7 +576,11 @@ class ReportRenderer:
     def compile_time_page(self) -> Page:
         rows = _chart_rows(self.times[:40])
         label_ch = max((len(r["label"]) for r in rows), default=0)
-        named_kinds = {_outside_kind(t) for t in self.times if t.label}
+        named_kinds = {
+            _outside_kind(t, self.status(t.unit) == status_mod.OUTSIDE)
+            for t in self.times
+            if t.label
+        }
         word = "compile" if named_kinds else "compile id"
         chart = render("time_chart.html", rows=rows, label_ch=label_ch, word=word)
         md = render_markdown(
@@ -956,11 +964,14 @@ def _size_text(size: int) -> str:
     return f"{size} bytes"
 
 
-def _outside_kind(time: CompileTime) -> str:
-    """What a compile of no compile id was: an export call, an AOTInductor build, other."""
+def _outside_kind(time: CompileTime, outside: bool) -> str:
+    """What a compile of no compile id of its own was: an export call, an AOTInductor build
+    (on [-/-] when ``outside``, else timed by its span under another compile id), other."""
     if time.function == "torch.export":
         return "export"
-    return "aoti" if time.label.startswith(AOTI_BUILD) else "other"
+    if time.label.startswith(AOTI_BUILD):
+        return "aoti" if outside else "aoti_span"
+    return "other"
 
 
 def _chart_rows(times: Iterable[CompileTime]) -> list[dict[str, Any]]:
