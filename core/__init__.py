@@ -157,8 +157,14 @@ def read_log(
     return trace, log
 
 
-#: Records only draft-export traces have (one regex: half the time of three substring scans).
-EXPORT_MARKER = re.compile(rb'\{"(?:exported_program|missing_fake_kernel|mismatched_fake_kernel)"')
+#: Records a draft export logs: its issues (only draft export propagates real tensors through
+#: fake kernels, torch/export/_draft_export.py), the exported program, and the ``export`` record
+#: a plain ``torch.export`` call logs first under TORCH_DTRACE (draft export's own handler drops
+#: it: it is not among the keys it keeps). One regex: one scan of the bytes.
+EXPORT_MARKER = re.compile(
+    rb'\{"(missing_fake_kernel|mismatched_fake_kernel|propagate_real_tensors(?:_provenance)?'
+    rb'|exported_program|export)"'
+)
 PRESCAN_BYTES = 64 * 1024 * 1024
 
 
@@ -171,29 +177,24 @@ def _looks_like_export(source: LogSource) -> bool:
 
 
 def _starts_like_export(source: LogSource) -> bool:
+    """Whether the log holds a draft export's records: an issue only draft export logs, or an
+    exported program no ``export`` record came before (a plain ``torch.export.export`` under
+    TORCH_DTRACE logs ``export`` then its program, and is not a draft export)."""
     seen = 0
     tail = b""
+    started = False
     with source.open() as stream:
         while seen < PRESCAN_BYTES:
             chunk = stream.read(min(1 << 20, PRESCAN_BYTES))
             if not chunk:
                 return False
             window = tail + chunk
-            if EXPORT_MARKER.search(window):
-                return True
-            tail = chunk[-64:]
-            seen += len(chunk)
-    return False
-    seen = 0
-    tail = b""
-    with source.open() as stream:
-        while seen < PRESCAN_BYTES:
-            chunk = stream.read(1 << 20)
-            if not chunk:
-                return False
-            window = tail + chunk
-            if EXPORT_MARKER.search(window):
-                return True
+            for match in EXPORT_MARKER.finditer(window):  # a match in the tail again: no matter
+                name = match.group(1)
+                if name == b"export":
+                    started = True
+                elif name != b"exported_program" or not started:
+                    return True
             tail = chunk[-64:]
             seen += len(chunk)
     return False

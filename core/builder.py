@@ -15,7 +15,7 @@ from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
 from .model import BODY_PAGE, Artifact, CompileUnit, DescribeRef, Phase, Trace
-from .records import CONTEXT_KEYS, Record, RecordReader, dumps_finite
+from .records import CONTEXT_KEYS, Record, RecordReader, dumps_finite, is_finite_number
 from .registry import RecordContext, handler_for
 from .stats import ParseStats
 from .store import PayloadStore
@@ -66,7 +66,7 @@ class TraceBuilder:
         self.dump_paths = handlers.PathClaims()
         #: per compile id, where each ``inductor_compile`` begun and not yet ended started
         #: (the unit's artifact count then)
-        self._inductor_open: dict[CompileId | None, list[int]] = {}
+        self._inductor_open: dict[CompileId | None, list[tuple[int, Any]]] = {}
 
     # -- numbering and folders ------------------------------------------------------------------
     def next_number(self) -> int:
@@ -187,12 +187,13 @@ class TraceBuilder:
         if event.get("ph") == "B":
             opened = self._inductor_open.setdefault(unit.id, [])
             if len(opened) < MAX_OPEN_PHASES:  # each open span is walked once when it ends
-                opened.append(len(unit.artifacts))
+                opened.append((len(unit.artifacts), event.get("ts")))
             return
         opened = self._inductor_open.get(unit.id)
         if event.get("ph") != "E" or not opened:
             return
-        start = opened.pop()
+        start, began = opened.pop()
+        _aoti_span(unit, start, began, event.get("ts"))
         args = event.get("args")
         backward = args.get("is_backward") if isinstance(args, dict) else None
         if not isinstance(backward, bool):
@@ -299,6 +300,18 @@ def _forward_role(artifacts: list[Artifact], start: int) -> str | None:
         if artifact.kind == "aot_inference_graph":
             return "inference"
     return None
+
+
+def _aoti_span(unit: CompileUnit, start: int, began: Any, ended: Any) -> None:
+    """Keep the time of an ``inductor_compile`` span in which AOTInductor logged its code (torch
+    2.6 logs such a build under the export's compile id, in no metrics record)."""
+    if not (is_finite_number(began) and is_finite_number(ended)) or ended < began:
+        return
+    for index in range(start, len(unit.artifacts)):
+        artifact = unit.artifacts[index]
+        if artifact.name.startswith("inductor_aot_"):
+            unit.aoti_spans.append((artifact.line, (ended - began) / 1e6))
+            return
 
 
 def _year_of(ts: Any) -> int | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .analysis import compile_time, views
+from .analysis import compile_time, exports, views
 from .compile_id import CompileId
 from .frames import Frame, InternTable
 from .limits import Unlisted
@@ -32,6 +32,20 @@ BODY_JSON = "json"  # the payload pretty-printed as JSON (sorted keys), raw text
 BODY_PAGE = "page"  # a small HTML page rendered from the model (tlparse rendered it)
 
 CACHE_MARKS = {"miss": "❌", "hit": "✅", "bypass": "❓"}
+
+#: AOTAutograd's generated wrapper code (Python): torch 2.15 logs the six of torch <= 2.13 as
+#: sections of ``aot_autograd_runtime_wrappers``.
+AOT_WRAPPER_CODE = frozenset(
+    {
+        "aot_autograd_runtime_wrappers",
+        "backward_prologue",
+        "backward_epilogue",
+        "compiled_fn_wrapper",
+        "compiled_function_forward",
+        "compiled_function_backward",
+        "runtime_wrapper_orchestration",
+    }
+)
 
 
 def cache_status(path: str) -> str | None:
@@ -97,6 +111,8 @@ class Artifact:
             if "bytecode" in self.name.lower():
                 return "text"
             if self.name.endswith(("_graph", "graph_runnable", "_pre_grad", "_post_grad")):
+                return "python"
+            if self.name in AOT_WRAPPER_CODE:
                 return "python"
             return "text"
         if self.kind == "dynamo_cpp_guards_str":
@@ -217,6 +233,9 @@ class CompileUnit:
     kept: Counter[str] = field(default_factory=Counter)
     #: event type -> its records past :data:`~tlsite.core.limits.RECORDS_PER_KIND`, counted
     unlisted: dict[str, Unlisted] = field(default_factory=dict)
+    #: (line of its code, seconds) of each AOTInductor build timed by its ``inductor_compile``
+    #: span (chromium events), for a build no metrics record times
+    aoti_spans: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def event_counts(self) -> Counter[str]:
@@ -346,13 +365,12 @@ class Trace:
 
     @property
     def failures(self) -> list[Failure]:
-        from .analysis.exports import failures_with_exports
-
-        return failures_with_exports(self)
+        return exports.failures_with_exports(self)
 
     @property
     def compile_times(self) -> list[CompileTime]:
-        return compile_time.compile_times(self)
+        outside = exports.outside_compiles(self, exports.export_calls(self))
+        return compile_time.compile_times(self, outside)
 
     def close(self) -> None:
         self.store.close()

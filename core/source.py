@@ -801,7 +801,7 @@ class _JoinedRaw(io.RawIOBase):
         super().close()
 
 
-def join_logs(logs: list[LogSource], where: str) -> LogSource:
+def join_logs(logs: list[LogSource], where: str, rank: int | None = None) -> LogSource:
     """One source reading ``logs`` (one process's, in the order it wrote them, found in the
     folder or archive named ``where``) in turn.
 
@@ -822,7 +822,7 @@ def join_logs(logs: list[LogSource], where: str) -> LogSource:
     return LogSource(
         f"{where} ({len(logs)} logs of one process)",
         _JoinedOpener(tuple(logs)),
-        None,
+        rank,
         sum(log.size_hint or 0 for log in logs),
         [],  # each part's breaks are its own
         tuple(parts),
@@ -865,7 +865,7 @@ def _choose(
         return _choose_latest(candidates, ignored)
     ranked = [e for e in candidates if _rank_of(e.base) is not None]
     if len(ranked) >= 2:
-        return _choose_ranks(shown, candidates, ranked, ignored, archive)
+        return _choose_ranks(shown, candidates, ranked, ignored, archive, head_of)
     if head_of is not None and not ranked and (order := _one_process(candidates, head_of)):
         return _Choice([(e, None) for e in order], ignored, [], joined=True)
     names = [e.name for e in candidates]
@@ -948,18 +948,30 @@ def _choose_latest(candidates: list[_Entry], ignored: list[str]) -> _Choice:
 
 
 def _choose_ranks(
-    shown: str, candidates: list[_Entry], ranked: list[_Entry], ignored: list[str], archive: bool
+    shown: str,
+    candidates: list[_Entry],
+    ranked: list[_Entry],
+    ignored: list[str],
+    archive: bool,
+    head_of: Callable[[_Entry], bytes] | None,
 ) -> _Choice:
+    """Every rank's log; a rank with several logs (torchrun under ``TORCH_DTRACE``: each
+    rank's process writes its main log and draft export's) gets them all, in the order its
+    process wrote them, when they are one process's; else the user names one."""
     by_rank: dict[int, list[_Entry]] = {}
     for entry in ranked:
         by_rank.setdefault(_rank_of(entry.base), []).append(entry)  # type: ignore[arg-type]
     for rank, entries in sorted(by_rank.items()):
-        if len(entries) > 1:
+        if len(entries) == 1:
+            continue
+        order = _one_process(entries, head_of) if head_of is not None else []
+        if not order:
             names = _short_list(e.name for e in entries)
             raise InputError(
                 f"{shown}: {len(entries)} logs for rank {rank} ({names}); pass --latest to use "
                 f"the newest, or {_name_one(archive)}"
             )
+        by_rank[rank] = order
     for entry in candidates:
         if _rank_of(entry.base) is None:
             ignored.append(f"{entry.name}: not a rank log (multi-rank input)")
@@ -968,8 +980,23 @@ def _choose_ranks(
         f"multi-rank input: {len(ranks)} rank logs (ranks {_short_list(map(str, ranks))}); "
         f"only rank {ranks[0]} is built for now"
     )
-    chosen = [(by_rank[r][0], r) for r in ranks]
+    chosen = [(entry, r) for r in ranks for entry in by_rank[r]]
     return _Choice(chosen, ignored, [note], multi_rank=True)
+
+
+def _assemble(logs: list[LogSource], choice: _Choice, where: str) -> list[LogSource]:
+    """The logs to read: one process's logs joined (all of them, or each rank's)."""
+    if choice.joined:
+        return [join_logs(logs, where)]
+    by_rank: dict[int | None, list[LogSource]] = {}
+    for log in logs:
+        by_rank.setdefault(log.rank, []).append(log)
+    if all(len(group) == 1 for group in by_rank.values()):
+        return logs
+    return [
+        group[0] if len(group) == 1 else join_logs(group, f"{where} rank {rank}", rank)
+        for rank, group in by_rank.items()
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1062,10 +1089,8 @@ def _resolve_dir(shown: str, latest: bool) -> ResolvedInput:
         breaks: list[str] = []
         opener = _FileOpener(entry.path, entry.name, gzipped, None, entry.size, breaks)
         logs.append(LogSource(entry.name, opener, rank, entry.size, breaks))
-    if choice.joined:
-        logs = [join_logs(logs, os.path.basename(os.path.abspath(shown)) or shown)]
     return ResolvedInput(
-        logs=logs,
+        logs=_assemble(logs, choice, os.path.basename(os.path.abspath(shown)) or shown),
         ignored=sorted(ignored + choice.ignored),
         notes=skipped + choice.notes,
         is_multi_rank=choice.multi_rank,
@@ -1244,7 +1269,7 @@ def _resolve_open_zip(
         size = _unpacked_size(opener) if gzipped else entry.size
         logs.append(LogSource(display, opener, rank, size, breaks))
     return ResolvedInput(
-        logs=[join_logs(logs, label)] if choice.joined else logs,
+        logs=_assemble(logs, choice, label),
         ignored=choice.ignored,
         notes=choice.notes,
         is_multi_rank=choice.multi_rank,

@@ -199,7 +199,8 @@ def test_aotinductor_compile_time_from_its_start_and_end(version: str) -> None:
     times = compile_times(trace(version, "aoti"))
     assert sum(t.total for t in times) == pytest.approx(seconds)
     (timed,) = times
-    assert statuses(trace(version, "aoti"))[timed.unit.display] == "ok"  # not "Empty graph"
+    # [-/-], the records outside any compile: no failure-like status (nor "Empty graph")
+    assert statuses(trace(version, "aoti"))[timed.unit.display] == "outside"
 
 
 # -- version -----------------------------------------------------------------------------------
@@ -275,7 +276,8 @@ def test_a_non_strict_export_that_raised_is_a_failure(version: str) -> None:
         if any(a.name == "make_fx_fail_partial" for a in u.artifacts)
     ]
     assert rows[0].unit is unit
-    assert statuses(found)[unit.display] == ERROR
+    # 2.10 logs the calls with no compile id: [-/-] keeps its neutral status, the row says it
+    assert statuses(found)[unit.display] == (ERROR if version == "2.15" else "outside")
 
 
 @pytest.mark.parametrize("version", ["2.4", "2.6"])

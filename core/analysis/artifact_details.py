@@ -11,11 +11,17 @@
 
 Each reader takes the decoded JSON and returns None when it is not the shape torch writes, so
 the page falls back to the raw JSON alone.
+
+Text artifacts a user reads as they are get a line saying what they are (:func:`text_view`):
+``aot_autograd_runtime_wrappers`` (torch 2.15: six wrapper artifacts merged into one, each a
+``# name`` section), ``aot_forward_graph_fw_metadata`` (AOTAutograd's ``ViewAndMutationMeta``)
+and ``dynamo_side_effects`` (what Dynamo replays after the graph runs).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,6 +247,44 @@ class Memoizer:
     collections: list[tuple[str, int]]  # (name, entries)
     entries: list[MemoizerEntry]
     more_entries: int = 0
+
+
+@dataclass
+class TextView:
+    """What a text artifact is, with what its text says at a glance."""
+
+    sections: list[str] = field(default_factory=list)  # ``# name`` sections, in order
+    inputs: int | None = None  # fw_metadata: inputs, those it mutates, outputs aliasing one
+    mutated: int | None = None
+    outputs: int | None = None
+    aliased: int | None = None
+    effects: list[str] = field(default_factory=list)  # side effects, one line each
+
+
+_SECTION = re.compile(r"^# (\w+)$", re.M)
+_OUTPUT_ALIAS = re.compile(r"OutputAliasInfo\(output_type=<?(?:OutputType\.)?(\w+)")
+#: Dynamo joins its side-effect messages with this line (torch/_dynamo/side_effects.py); each
+#: message's first line says what it replays ("Mutating object of type …").
+_EFFECTS_SEPARATOR = re.compile(r"\n\n=+\n\n")
+
+
+def text_view(name: str, text: str) -> TextView | None:
+    """The view of a text artifact of one of the kinds above; None for any other."""
+    if name == "aot_autograd_runtime_wrappers":
+        return TextView(sections=_SECTION.findall(text)[:MAX_ROWS])
+    if name == "aot_forward_graph_fw_metadata":
+        inputs = text.count("InputAliasInfo(")
+        outputs = _OUTPUT_ALIAS.findall(text)
+        return TextView(
+            inputs=inputs,
+            mutated=len(re.findall(r"\bmutates_data=True", text)),
+            outputs=len(outputs),
+            aliased=sum(1 for kind in outputs if kind != "non_alias"),
+        )
+    if name == "dynamo_side_effects":
+        messages = [m.strip() for m in _EFFECTS_SEPARATOR.split(text) if m.strip()]
+        return TextView(effects=[_short(m.splitlines()[0]) for m in messages[:MAX_ROWS]])
+    return None
 
 
 def memoizer(data: Any) -> Memoizer | None:

@@ -10,14 +10,14 @@ tree add up to its root.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..records import is_finite_number, is_whole_number
 
 if TYPE_CHECKING:  # the model imports these views (see Trace.graph_breaks)
-    from ..model import CompileUnit, Trace
+    from ..model import CompileUnit, Event, Trace
 
 _US = 1e-6
 
@@ -145,12 +145,28 @@ class PhaseTime:
             yield from child.walk(depth + 1)
 
 
+class Named(Protocol):
+    """What compiled, for metrics of no compile id (see ``exports.outside_compiles``)."""
+
+    label: str
+    function: str
+    unit: CompileUnit
+
+
 @dataclass
 class CompileTime:
-    unit: CompileUnit
+    unit: CompileUnit  # the compile id whose page shows it
     forward: list[PhaseTime]  # the forward (whole-frame) tree; empty without such a record
     backward: list[PhaseTime]  # the backward compile's tree
     also: list[tuple[str, float]]  # timers overlapping the tree (see ALSO_MEASURED)
+    #: what compiled, when it was no compile id's ("export #2", "AOTInductor build")
+    label: str = ""
+    function: str | None = None  # its function, when the unit's is not it
+
+    @property
+    def name(self) -> str:
+        """What a row names: the compile id, or what compiled outside any."""
+        return self.label or self.unit.display
 
     @property
     def seconds(self) -> float:
@@ -262,31 +278,62 @@ def _timed(meta: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def compile_times(trace: Trace) -> list[CompileTime]:
-    """Compile units with metrics, slowest first."""
+def compile_times(trace: Trace, names: Mapping[int, Named] | None = None) -> list[CompileTime]:
+    """Compile units with metrics, slowest first. ``names`` (id of a metrics record → what
+    compiled) splits the metrics of no compile id into the compiles they time (export calls,
+    AOTInductor builds), each its own row."""
     rows = []
     for unit in trace.units.values():
-        forward = [_timed(m.meta) for m in unit.metrics if m.type == "compilation_metrics"]
-        backward = [m.meta for m in unit.metrics if m.type == "bwd_compilation_metrics"]
-        if not forward and not backward:
-            continue
-        tree = phase_tree(forward, FORWARD_ROOT)
-        failed = not tree and any(m.get("fail_type") for m in forward)
-        if failed:
-            tree = phase_tree(forward, FAILED)
-        also: list[tuple[str, float]] = []
-        for timer in ALSO_MEASURED:
-            if failed and FAILED.keys[0] in timer.keys:
-                continue  # the failed compile's own time, shown as its tree
-            values = [v for v in (_seconds(m, timer) for m in forward + backward) if v]
-            if values:
-                also.append((timer.label, sum(values)))
-        rows.append(
-            CompileTime(
-                unit,
-                tree,
-                phase_tree(backward, BACKWARD),
-                also,
-            )
-        )
+        groups: dict[tuple[str, str | None, int], tuple[CompileUnit, list[Event]]] = {}
+        for event in unit.metrics:
+            named = names.get(id(event)) if names else None
+            key = (named.label, named.function, id(named.unit)) if named else ("", None, 0)
+            groups.setdefault(key, (named.unit if named else unit, []))[1].append(event)
+        for (label, function, _), (shown_on, metrics) in groups.items():
+            time = _compile_time(shown_on, metrics)
+            if time is not None:
+                time.label, time.function = label, function
+                rows.append(time)
+        rows += _aoti_span_times(unit)
     return sorted(rows, key=lambda r: (-r.total, r.unit.order))
+
+
+#: What a compile-time row calls an AOTInductor build (as ``exports.AOTI_BUILD``).
+AOTI_BUILD = "AOTInductor build"
+
+
+def _aoti_span_times(unit: CompileUnit) -> list[CompileTime]:
+    """AOTInductor builds no metrics record times (torch 2.6 logs one under the export's
+    compile id, after that compile's metrics), timed by their ``inductor_compile`` span."""
+    last = max((m.line for m in unit.metrics), default=0)
+    spans = [seconds for line, seconds in unit.aoti_spans if line > last]
+    return [
+        CompileTime(
+            unit,
+            [PhaseTime("Inductor (inductor_compile)", "Inductor (inductor_compile)", seconds)],
+            [],
+            [],
+            label=AOTI_BUILD if len(spans) == 1 else f"{AOTI_BUILD} {number}",
+            function="",
+        )
+        for number, seconds in enumerate(spans, 1)
+    ]
+
+
+def _compile_time(unit: CompileUnit, metrics: list[Event]) -> CompileTime | None:
+    forward = [_timed(m.meta) for m in metrics if m.type == "compilation_metrics"]
+    backward = [m.meta for m in metrics if m.type == "bwd_compilation_metrics"]
+    if not forward and not backward:
+        return None
+    tree = phase_tree(forward, FORWARD_ROOT)
+    failed = not tree and any(m.get("fail_type") for m in forward)
+    if failed:
+        tree = phase_tree(forward, FAILED)
+    also: list[tuple[str, float]] = []
+    for timer in ALSO_MEASURED:
+        if failed and FAILED.keys[0] in timer.keys:
+            continue  # the failed compile's own time, shown as its tree
+        values = [v for v in (_seconds(m, timer) for m in forward + backward) if v]
+        if values:
+            also.append((timer.label, sum(values)))
+    return CompileTime(unit, tree, phase_tree(backward, BACKWARD), also)

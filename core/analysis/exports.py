@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..frames import Frame, is_user_frame, user_frame
-from .compile_time import FORWARD, FORWARD_ROOT, _seconds, _timed
+from .compile_time import AOTI_BUILD, FORWARD, FORWARD_ROOT, _seconds, _timed
 from .views import (
     MAKE_FX_FAILED,
     PARTIAL_GRAPH,
@@ -82,6 +82,7 @@ class ExportCall:
     start_record: Event | None = None  # the ``export`` record, under TORCH_DTRACE
     start_text: str = ""  # what it holds ("start!")
     program: Event | Artifact | None = None  # the exported program, when logged
+    metrics: list[Event] = field(default_factory=list)  # its compilation_metrics records
     end_line: int | None = None  # where the next call starts
     closed: bool = field(default=False, repr=False)
     describer: Any = field(default=None, repr=False)
@@ -256,6 +257,7 @@ def _say(call: ExportCall, outcome: str, item: Event | Artifact, **fields: Any) 
 
 
 def _metrics(call: ExportCall, event: Event) -> None:
+    call.metrics.append(event)
     meta = event.meta
     timed = _timed(meta)
     seconds = _seconds(timed, FORWARD_ROOT)
@@ -419,6 +421,8 @@ def failures_with_exports(trace: Trace, calls: list[ExportCall] | None = None) -
             continue
         row.export_call = call
         said.add(call.number)
+        if not _framed(row.unit) and call.units:
+            row.unit = call.units[0]  # a strict export's metrics (2.10+): its call's compile id
         if row.kind == MAKE_FX_FAILED or call.inferred:
             row.kind, row.description = call.error, _plain(call.reason)
         if not row.source and call.failed_at is not None:
@@ -458,6 +462,57 @@ def _frame_text(frame: Frame | None) -> str:
     return f"{frame.short_filename}:{frame.line}" if frame else ""
 
 
+# -- compiles of no compile id --------------------------------------------------------------
+#: Where AOTInductor's generated code is logged (``graph_dump``): ``inductor_aot_code`` (torch
+#: 2.6), ``inductor_aot_wrapper_code`` and ``inductor_aot_kernel_code`` (2.10+).
+AOTI_CODE = "inductor_aot_"
+
+
+def outside_compiles(trace: Trace, calls: list[ExportCall]) -> dict[int, Compiled]:
+    """id(metrics record) → what compiled, for each metrics record of no compile id: a strict
+    export call's (torch 2.10+ logs one per call, with no compile id), shown on the page of
+    the compile id its records carry, or an AOTInductor build's (its metrics, code and graphs
+    all have no compile id), shown on the ``[-/-]`` page."""
+    loose = loose_unit(trace)
+    if loose is None or not loose.metrics:
+        return {}
+    found: dict[int, Compiled] = {}
+    for call in calls:
+        unit = call.units[0] if call.units else loose
+        for event in call.metrics:
+            if event.compile_id is None or event.compile_id.is_empty:
+                found[id(event)] = Compiled(call.label, "torch.export", unit, call)
+    rest = [m for m in loose.metrics if id(m) not in found]
+    aoti = [a for a in loose.artifacts if a.name.startswith(AOTI_CODE)]
+    builds = [m for m in rest if m.type == "compilation_metrics" and _after_code(m, aoti)]
+    for number, event in enumerate(builds, 1):
+        label = AOTI_BUILD if len(builds) == 1 else f"{AOTI_BUILD} {number}"
+        found[id(event)] = Compiled(label, "", loose)
+    for event in rest:
+        found.setdefault(id(event), Compiled(OUTSIDE_ANY, "", loose))
+    return found
+
+
+#: What a compile of no compile id that is neither an export call nor an AOTInductor build
+#: is called (a row must not read "[-/-]", the records logged outside any compile).
+OUTSIDE_ANY = "compile of no compile id"
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What a metrics record of no compile id timed, and the page that shows it."""
+
+    label: str
+    function: str
+    unit: CompileUnit
+    call: ExportCall | None = None
+
+
+def _after_code(event: Event, code: list[Artifact]) -> bool:
+    """Whether AOTInductor logged its code before the metrics record that ends its build."""
+    return any(a.line < event.line for a in code)
+
+
 def export_of(calls: list[ExportCall]) -> dict[int, ExportCall]:
     """id(unit) → the export call a compile id belongs to (units of one call only)."""
     found: dict[int, ExportCall] = {}
@@ -468,6 +523,7 @@ def export_of(calls: list[ExportCall]) -> dict[int, ExportCall]:
 
 
 __all__ = [
+    "AOTI_BUILD",
     "FAILED",
     "SUCCEEDED",
     "UNKNOWN",
@@ -475,4 +531,5 @@ __all__ = [
     "export_calls",
     "export_of",
     "failures_with_exports",
+    "outside_compiles",
 ]

@@ -12,6 +12,7 @@ ERROR = "error"  # compilation failed
 MISSING = "missing"  # no compilation_metrics record
 INTERRUPTED = "interrupted"  # its phases were still open when the log ended
 EXPORT = "export"  # a torch.export call whose outcome the trace does not record
+OUTSIDE = "outside"  # [-/-]: records logged outside any compile (no compile of its own)
 
 LABELS = {
     OK: "Success",
@@ -21,6 +22,7 @@ LABELS = {
     MISSING: "Metrics were missing",
     INTERRUPTED: "Interrupted: the log ends in it",
     EXPORT: "torch.export call: outcome not logged",
+    OUTSIDE: "Records logged outside any compile",
 }
 
 #: The same, short enough for a badge in a table column (the full label is its tooltip).
@@ -32,6 +34,7 @@ SHORT_LABELS = {
     MISSING: "No metrics",
     INTERRUPTED: "Interrupted",
     EXPORT: "Export",
+    OUTSIDE: "No compile",
 }
 
 
@@ -69,9 +72,12 @@ def statuses(trace: Trace, calls: list[ExportCall] | None = None) -> dict[str, s
                 running[key] = unit
     exported = _export_outcomes(trace, calls)
     result = {}
+    loose = loose_unit(trace)
     for unit in trace.units.values():
         key = _compile_key(unit)
-        if id(unit) in exported and not by_key[key]:
+        if unit is loose:
+            result[unit.display] = OUTSIDE  # what compiled there is said by name, not status
+        elif id(unit) in exported and not by_key[key]:
             result[unit.display] = exported[id(unit)]  # an export that logs no metrics
         elif running.get(key) is unit:
             # the log ends inside this compile (tlparse says "missing", or "success" when it
@@ -86,10 +92,9 @@ def statuses(trace: Trace, calls: list[ExportCall] | None = None) -> dict[str, s
 def _export_outcomes(trace: Trace, calls: list[ExportCall] | None) -> dict[int, str]:
     """id(unit) → status of the export calls logged under it (the worst of them)."""
     found: dict[int, str] = {}
-    loose = loose_unit(trace)
     for call in export_calls(trace) if calls is None else calls:
         status = {FAILED: ERROR, SUCCEEDED: OK}.get(call.outcome, EXPORT)
-        for unit in call.units or ([loose] if loose is not None else []):
+        for unit in call.units:
             if found.get(id(unit)) != ERROR:
                 found[id(unit)] = status
     return found

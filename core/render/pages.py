@@ -21,7 +21,14 @@ from ..analysis import status as status_mod
 from ..analysis.compile_time import CompileTime, compile_times, self_time_by_phase
 from ..analysis.config import RunConfig
 from ..analysis.export_report import export_failures
-from ..analysis.exports import export_calls, export_of, failures_with_exports
+from ..analysis.exports import (
+    AOTI_BUILD,
+    AOTI_CODE,
+    export_calls,
+    export_of,
+    failures_with_exports,
+    outside_compiles,
+)
 from ..analysis.graph_size import fx_node_count
 from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
@@ -118,10 +125,12 @@ class ReportRenderer:
         self.labels = function_labels(self.frames)  # frame titles, told apart
         self.graph_breaks = views.graph_breaks(trace)
         self.failures = failures_with_exports(trace, self.exports)
-        self.times = compile_times(trace)
+        self.times = compile_times(trace, outside_compiles(trace, self.exports))
         self.recompiles = [r for f in self.frames for r in f.recompiles]
         self._frame_of = {id(u): f for f in self.frames for u in f.units}
-        self._time_of = {id(t.unit): t for t in self.times}
+        self._times_of: dict[int, list[CompileTime]] = {}
+        for time in self.times:
+            self._times_of.setdefault(id(time.unit), []).append(time)
         self._recompile_of = {id(r.unit): r for r in self.recompiles}
         # per-unit lookups prepared once: a page must not scan every unit or failure (a
         # recompile storm has thousands of compile ids in one frame)
@@ -143,6 +152,18 @@ class ReportRenderer:
                 self._breaks_of.setdefault(id(unit), []).append(gb)
 
     # -- helpers ---------------------------------------------------------------------------
+    def _time_of(self, unit: CompileUnit) -> CompileTime | None:
+        """The unit's compile time, when one compile is timed there (a compile id holding
+        several export calls shows each call's time in its table instead)."""
+        times = self._times_of.get(id(unit), [])
+        plain = [t for t in times if not t.label]  # its own compile, beside an AOTI build
+        return times[0] if len(times) == 1 else plain[0] if len(plain) == 1 else None
+
+    def _seconds_of(self, unit: CompileUnit) -> float | None:
+        """All compile time shown on the unit's page (each export call's, when several)."""
+        times = self._times_of.get(id(unit))
+        return sum(t.total for t in times) if times else None
+
     def status(self, unit: CompileUnit) -> str:
         return self.statuses.get(unit.display, status_mod.MISSING)
 
@@ -275,7 +296,6 @@ class ReportRenderer:
         """tlparse's index: every compile id in first-seen order with its artifacts."""
         rows = []
         for unit in self.trace.units.values():
-            time = self._time_of.get(id(unit))
             framed = unit.id is not None and unit.id.frame_id is not None
             status = self.status(unit) if framed else None
             artifacts = []
@@ -302,7 +322,7 @@ class ReportRenderer:
                     "status_label": status_mod.LABELS[status] if status else "",
                     "status_short": status_mod.SHORT_LABELS[status] if status else "",
                     "function": self.function_of(unit) if framed else "",
-                    "seconds": time.total if time else None,
+                    "seconds": self._seconds_of(unit),
                     "artifacts": artifacts,
                     "groups": _by_subgraph(artifacts),
                 }
@@ -359,6 +379,7 @@ class ReportRenderer:
                 for key, label in status_mod.LABELS.items()
                 if key != status_mod.INTERRUPTED or self.interrupted
                 if key != status_mod.EXPORT or status_mod.EXPORT in self.statuses.values()
+                if key != status_mod.OUTSIDE  # [-/-] is in no stack
             },
             "exports": self.exports,
             "unit_path": self.unit_path,
@@ -387,6 +408,7 @@ class ReportRenderer:
         failures = [f for f in own if not f.is_restart]
         restart_reasons = [f.description for f in own if f.is_restart]
         status = self.status(unit)
+        outside = status == status_mod.OUTSIDE
         context = {
             "unit": unit,
             "function": self.function_of(unit),
@@ -398,14 +420,19 @@ class ReportRenderer:
             "previous": previous,
             "next": following,
             "failures": failures,
-            "exports": [c for c in self.exports if unit in c.units],
+            "exports": [c for c in self.exports if unit in c.units or (outside and not c.units)],
             "unit_path": self.unit_path,
             "restart_reasons": restart_reasons,
             "graph_breaks": self._breaks_of.get(id(unit), []),
             "interrupted": self._interrupted_of.get(id(unit)),
             "recompile": self._recompile_of.get(id(unit)),
-            "time": self._time_of.get(id(unit)),
-            "summary_rows": self._summary_rows(unit),
+            "time": self._time_of(unit),
+            "outside": [t for t in self.times if t.label] if outside else [],
+            "aoti_code": [a for a in unit.artifacts if a.name.startswith(AOTI_CODE)],
+            "aoti_times": [
+                t for t in self._times_of.get(id(unit), []) if t.label.startswith(AOTI_BUILD)
+            ],
+            "summary_rows": self._summary_rows(unit, metrics=not outside),
             "artifacts": [
                 self._artifact_view(unit, a, blocks) for a in unit.artifacts[:MAX_ARTIFACT_SECTIONS]
             ],
@@ -431,7 +458,9 @@ class ReportRenderer:
             ),
         }
         title = f"{unit.display} {context['function']}".strip()
-        markdown = render_markdown("compile_unit.md", **context)
+        if outside:
+            title = f"{unit.display} records outside any compile"
+        markdown = render_markdown("compile_unit.md", heading=title, **context)
         code = [a["code"] for a in context["artifacts"] if a["code"] is not None]
         code += [m["code"] for m in context["metrics_tables"]]
         return Page(self.unit_path(unit), markdown, title, blocks, code)
@@ -471,10 +500,17 @@ class ReportRenderer:
     def compile_time_page(self) -> Page:
         rows = _chart_rows(self.times[:40])
         label_ch = max((len(r["label"]) for r in rows), default=0)
-        chart = render("time_chart.html", rows=rows, label_ch=label_ch)
+        named_kinds = {
+            _outside_kind(t, self.status(t.unit) == status_mod.OUTSIDE)
+            for t in self.times
+            if t.label
+        }
+        word = "compile" if named_kinds else "compile id"
+        chart = render("time_chart.html", rows=rows, label_ch=label_ch, word=word)
         md = render_markdown(
             "compile_time.md",
             times=self.times,
+            named_kinds=named_kinds,
             total=sum(t.total for t in self.times),
             phases=self_time_by_phase(self.times),
             interrupted=self.interrupted,
@@ -562,13 +598,15 @@ class ReportRenderer:
             frame=frame,
             title=title,
             status=self.status,
-            time_of=lambda u: self._time_of.get(id(u)),
+            seconds_of=self._seconds_of,
             recompile_of=lambda u: self._recompile_of.get(id(u)),
         )
         return Page(f"frames/frame_{_frame_slug(frame)}.md", md, title)
 
     # -- pieces ----------------------------------------------------------------------------
-    def _summary_rows(self, unit: CompileUnit) -> list[tuple[str, Any]]:
+    def _summary_rows(self, unit: CompileUnit, *, metrics: bool = True) -> list[tuple[str, Any]]:
+        """The unit's facts; ``metrics``: with those its metrics give (not for [-/-], whose
+        metrics are other compiles', each said by name)."""
         rows: list[tuple[str, Any]] = []
         labels = (
             ("graph_op_count", "Graph ops"),
@@ -579,11 +617,11 @@ class ReportRenderer:
             ("cache_size", "Cache size"),
             ("num_graph_breaks", "Graph breaks in this frame"),
         )
-        for key, label in labels:
+        for key, label in labels if metrics else ():
             value = unit.metric(key)
             if value is not None:
                 rows.append((label, value))
-        params = unit.metric("param_numel")
+        params = unit.metric("param_numel") if metrics else None
         if is_whole_number(params):  # torch 2.10+: the nn.Parameters the compile guards
             text = count_text(params, "element")
             size, count = unit.metric("param_bytes"), unit.metric("param_count")
@@ -631,6 +669,7 @@ class ReportRenderer:
             "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
             "code": None,
             "detail": None,
+            "text_view": None,
         }
         shown = artifact_code(self.trace, artifact)
         if shown is None:
@@ -640,6 +679,8 @@ class ReportRenderer:
         if reader is not None and artifact.encoding == "json":
             with contextlib.suppress(ValueError):  # a damaged payload: its raw text only
                 view["detail"] = reader(loads_bounded(text))
+        elif artifact.encoding == "string":
+            view["text_view"] = artifact_details.text_view(artifact.name, text)
         terms = self._code_terms.get((block.md5, artifact.name))
         if terms is None:  # a recompile storm shows the same code thousands of times
             terms = self._code_terms[block.md5, artifact.name] = tuple(
@@ -851,12 +892,22 @@ def _size_text(size: int) -> str:
     return f"{size} bytes"
 
 
+def _outside_kind(time: CompileTime, outside: bool) -> str:
+    """What a compile of no compile id of its own was: an export call, an AOTInductor build
+    (on [-/-] when ``outside``, else timed by its span under another compile id), other."""
+    if time.function == "torch.export":
+        return "export"
+    if time.label.startswith(AOTI_BUILD):
+        return "aoti" if outside else "aoti_span"
+    return "other"
+
+
 def _chart_rows(times: Iterable[CompileTime]) -> list[dict[str, Any]]:
     times = list(times)
     longest = max((t.total for t in times), default=0.0) or 1.0
     return [
         {
-            "label": t.unit.display,
+            "label": t.name,
             "href": f"{t.unit.dirname}/index.html",
             "forward": t.seconds / longest,
             "backward": t.backward_seconds / longest,
