@@ -171,8 +171,23 @@ def test_dtrace_export_record_starts_each_call(sites) -> None:
 def test_a_torch_compile_trace_has_no_export_calls() -> None:
     from tlsite.core.analysis.exports import export_calls
 
-    for scenario in ("graph_breaks", "recompiles", "aoti"):
+    for scenario in ("graph_breaks", "recompiles", "compiled_autograd", "dynamic_shapes"):
         assert export_calls(load(fixture("2.15", scenario))) == [], scenario
+
+
+def test_2_15_aoti_export_compile_id_is_the_export_call_not_missing_metrics() -> None:
+    """The AOTInductor script exports first (torch.export.export, non-strict); torch 2.15 gives
+    that call a compile id with no dynamo_start, whose only records describe fake tensors."""
+    from tlsite.core.analysis.exports import export_calls
+
+    trace = load(fixture("2.15", "aoti"))
+    try:
+        calls = export_calls(trace)
+        assert [(c.number, c.outcome) for c in calls] == [(1, "not logged")]
+        unit = next(u for u in trace.units.values() if u.display == "[0/0]")
+        assert unit in calls[0].units
+    finally:
+        trace.close()
 
 
 # -- draft export: count what torch counts --------------------------------------------------------
