@@ -58,12 +58,16 @@ def unread_theme_files(uris: Sequence[str], search_languages: Sequence[str]) -> 
 
 # navigation.prune keeps the nav from being rendered into every page (quadratic size otherwise).
 # navigation.instant is left out: it turns itself off on file:// and needs site_url for Pages.
+# content.lazy: Material measures each code block it mounts (copy button, scroll overflow), and
+# measuring one inside a closed <details> makes Chromium lay the hidden code out; a compile
+# page's folded artifacts hold megabytes of code, so blocks are mounted when first seen instead.
 FEATURES = [
     "navigation.prune",
     "navigation.sections",
     "navigation.top",
     "navigation.tracking",
     "content.code.copy",
+    "content.lazy",
     "search.highlight",
     "search.suggest",
 ]

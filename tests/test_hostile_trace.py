@@ -492,7 +492,8 @@ def test_search_toggle_trie_and_copy_work_under_the_policy(
     assert_nothing_ran(report)
     # code copy (Material adds the buttons with script; a click shows its "copied" dialog)
     unit, unit_report = open_site(built.site / "-_0_0_0" / "index.html")
-    unit.locator("details.tlsite-artifact > summary").first.click()
+    # Material mounts a code block (adds its buttons) once it is seen (content.lazy)
+    unit.locator("details.tlsite-artifact[open] pre").first.scroll_into_view_if_needed()
     copy = unit.locator("button.md-code__button[data-md-type='copy']").first
     copy.wait_for(state="visible", timeout=10_000)
     copy.click()
