@@ -87,3 +87,33 @@ def test_a_job_far_over_the_limit_leaves_out_its_raw_jsonl_too(
     assert {"index.html", "rank_0/index.html", "rank_1/index.html"} <= names
     left_out = json.loads((job_site / "manifest.json").read_text(encoding="utf-8"))
     assert set(left_out["left_out_of_zip"]) == copies
+
+
+@pytest.mark.slow
+def test_no_site_of_a_job_carries_theme_files_its_pages_never_load(job_site: Path) -> None:
+    """The landing page and the rank diff are sites of their own too: Material's source maps
+    and other-language search files were 2.2 MB in each of them."""
+    assert (job_site / "diff_0_1" / "index.html").exists()
+    unread = [p for p in job_site.rglob("*") if p.suffix == ".map" or "lunr" in p.parts]
+    assert unread == []
+    assert (job_site / "assets" / "javascripts").is_dir()  # what the landing page loads stays
+
+
+@pytest.mark.slow
+def test_a_jobs_zip_written_while_its_ranks_build_holds_what_the_folder_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tlsite.mkdocs_plugin.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "ZIP_WHILE_BUILDING_MIN_BYTES", 0)  # a job this small too
+    outcome = build(str(JOB), tmp_path / "site" / "job", bundle="zip")
+    assert outcome.bundle is not None
+    with zipfile.ZipFile(outcome.bundle) as archive:
+        streamed = {info.filename: info.CRC for info in archive.infolist()}
+        first = archive.namelist()[0]
+    assert first.startswith("job/rank_0/")  # handed over as rank 0 finished
+    again = _bundle(outcome.site, tmp_path / "again")
+    with zipfile.ZipFile(again) as archive:
+        rezipped = {info.filename: info.CRC for info in archive.infolist()}
+    del streamed["job/manifest.json"], rezipped["job/manifest.json"]  # other summary fields
+    assert streamed == rezipped
