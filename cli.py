@@ -606,10 +606,11 @@ def _print_summary(outcome: BuildOutcome) -> None:
     elif outcome.bundle is not None:
         mb = outcome.bundle_size / 1e6
         lines.append(f"Bundle: {outcome.bundle} ({mb:.1f} MB) — attach it to a GitHub issue")
-        if left_out_of_zip(outcome.site):
+        if left := left_out_of_zip(outcome.site):
+            kinds = " and ".join(sorted({name.rsplit("/", 1)[-1] for name in left}))
             lines.append(
-                "Note: raw.log (the input log) is left out of the zip to keep it under GitHub's "
-                "25 MB attachment limit; it is in the site folder."
+                f"Note: {kinds} (copies of the input log) left out of the zip to keep it under "
+                "GitHub's 25 MB attachment limit; they are in the site folder."
             )
         if outcome.bundle_size > GITHUB_ATTACHMENT_LIMIT:
             lines.append(

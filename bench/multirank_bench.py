@@ -7,12 +7,17 @@ growth means both stay about constant.
 
     python bench/multirank_bench.py                 # N = 8, 16, 32, 64 from torch-2.13/multi_rank
     python bench/multirank_bench.py --ranks 4 8 16  # other sizes
+    python bench/multirank_bench.py --compare 3 --ranks 16 [--root before=/path/to/old/parent]
+        # interleaved with tlparse 0.4.3 --all-ranks-html on the same job: medians of wall
+        # time and CPU (the build's and its helpers'), and each tool's output size
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,7 +47,17 @@ def tree_bytes(folder: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[8, 16, 32, 64])
+    parser.add_argument("--compare", type=int, metavar="N", help="rounds against tlparse")
+    parser.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="LABEL=PATH",
+        help="also time the tlsite importable from PATH (the folder holding tlsite/)",
+    )
     args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args.ranks, args.compare, dict(r.split("=", 1) for r in args.root))
     rows = []
     with tempfile.TemporaryDirectory(prefix="tlsite-ranks-bench-") as scratch:
         for ranks in args.ranks:
@@ -72,6 +87,56 @@ def main(argv: list[str] | None = None) -> int:
             f"| {size / 1e6:.0f} | {size / 1e6 / ranks:.2f} | {zip_size / 1e6:.1f} "
             f"| {landing / 1e3:.0f} |"
         )
+    return 0
+
+
+def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of ``command`` (CPU: it and every helper it waited for)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, command
+    return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
+
+
+def compare(sizes: list[int], rounds: int, roots: dict[str, str]) -> int:
+    """tlsite (this checkout and ``roots``) and tlparse on the same jobs, interleaved."""
+    tools = {"tlsite": str(PROJECT_ROOT.parent), **roots, "tlparse": ""}
+    print("| ranks | tool | wall s median (min–max) | vs tlparse | CPU s median | output MB |")
+    print("|---:|---|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory(prefix="tlsite-ranks-bench-") as scratch:
+        for ranks in sizes:
+            job = Path(scratch) / f"job{ranks}"
+            make_job(job, ranks)
+            runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in tools}
+            for number in range(rounds):
+                for name, root in tools.items():
+                    site = Path(scratch) / "site"
+                    if name == "tlparse":
+                        command = ["tlparse", str(job), "-o", str(site), "--overwrite"]
+                        command += ["--no-browser", "--all-ranks-html"]
+                        env = None
+                    else:
+                        command = [sys.executable, "-m", "tlsite", "build", str(job)]
+                        command += ["-o", str(site), "--no-browser", "--quiet"]
+                        env = dict(os.environ, PYTHONPATH=root)
+                    wall, cpu = _timed(command, env)
+                    archive = site.with_name("site.zip")
+                    size = archive.stat().st_size if archive.exists() else tree_bytes(site)
+                    runs[name].append((wall, cpu, size))
+                    print(f"{number} {name}: {wall:.2f} s, CPU {cpu:.2f} s", file=sys.stderr)
+                    shutil.rmtree(site)
+                    archive.unlink(missing_ok=True)
+            theirs = statistics.median(w for w, _, _ in runs["tlparse"])
+            for name, values in runs.items():
+                walls = [w for w, _, _ in values]
+                wall = statistics.median(walls)
+                cpu = statistics.median(c for _, c, _ in values)
+                print(
+                    f"| {ranks} | {name} | {wall:.2f} ({min(walls):.2f}–{max(walls):.2f}) "
+                    f"| {wall / theirs:.2f}× | {cpu:.2f} | {values[-1][2] / 1e6:.1f} |"
+                )
+            shutil.rmtree(job)
     return 0
 
 

@@ -13,9 +13,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -103,17 +104,39 @@ def _read_digest(source: BinaryIO, *, copy_to: Callable[[bytes], Any] | None = N
     return Digest.of(size, digest.digest())
 
 
-#: The input log is the one file of a site that can be left out of a zip bundle: a bundle
-#: that would pass GitHub's attachment limit with it leaves it out (the manifest says so).
+#: The site's copies of the input: tlparse's ``raw.log`` (the log itself) and ``raw.jsonl``
+#: (its records again, as JSON lines), at the root or in each rank's folder. No page shows
+#: them, and a storm's or a many-rank job's make up a third of its zip: a bundle that would pass
+#: GitHub's attachment limit with them leaves them out (the manifest says which, and why).
 RAW_LOG = "raw.log"
+RAW_JSONL = "raw.jsonl"
+INPUT_COPIES = (RAW_LOG, RAW_JSONL)  # kept in this order while the zip stays attachable
+_INPUT_COPY = re.compile(r"(?:rank_\d+/)?(raw\.log|raw\.jsonl)")
 _SAMPLE_BYTES = 4 << 20
+_LEFT_OUT_WHY = {
+    RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB attachment limit "
+    "(it is in the site folder; attach the trace gzipped if asked)",
+    RAW_JSONL: "the input log's records again, as tlparse writes them: with them the zip would "
+    "pass GitHub's 25 MB attachment limit (it is in the site folder)",
+}
 
 
-def compressed_estimate(path: Path) -> int:
-    """About how many bytes ``path`` takes in a zip: a deflated sample, scaled up."""
-    size = path.stat().st_size
-    with open(path, "rb") as source:
-        sample = source.read(_SAMPLE_BYTES)
+def input_copy_kind(name: str) -> str | None:
+    """``raw.log`` or ``raw.jsonl`` when the site file ``name`` is a copy of the input."""
+    match = _INPUT_COPY.fullmatch(name)
+    return match.group(1) if match else None
+
+
+def compressed_estimate(paths: Sequence[Path]) -> int:
+    """About how many bytes ``paths`` take in a zip: a deflated sample of the first bytes
+    (up to a few MB, across files: a job's ranks log alike), scaled up to their size."""
+    size = sum(path.stat().st_size for path in paths)
+    sample = b""
+    for path in paths:
+        with open(path, "rb") as source:
+            sample += source.read(_SAMPLE_BYTES - len(sample))
+        if len(sample) >= _SAMPLE_BYTES:
+            break
     if not sample:
         return 0
     return int(len(zlib.compress(sample, 6)) * size / len(sample))
@@ -259,9 +282,9 @@ class ZipWriter:
     ``background``, a :class:`~.worker.WorkerProcess` compresses each file as soon as it is
     final, on the other core, while this process renders pages (a thread would wait for
     the GIL at every chunk). :meth:`add` names a file that will not change again;
-    :meth:`finish` has every other file of the site added in path order, the input log if
-    it fits (see :data:`RAW_LOG`) and the manifest, from the digests taken while compressing
-    (:func:`_complete_zip`, in the worker when there is one), and moves the archive into
+    :meth:`finish` has every other file of the site added in path order, the copies of the
+    input that fit (see :data:`INPUT_COPIES`) and the manifest, from the digests taken while
+    compressing (:func:`_complete_zip`, in the worker when there is one), and moves it into
     place. Without files handed over early, the entries are in path order, and the same site
     always gives the same bytes.
     """
@@ -330,12 +353,12 @@ def _complete_zip(
     version: str,
     extra: dict[str, Any],
 ) -> None:
-    """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the input log.
+    """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the input copies.
 
     ``digests`` lists the files already in ``tmp`` (``mode`` "a"; "w" starts a new archive).
     A file that changed after it was compressed starts the archive again from the finished
-    folder. The input log goes in last, only if the archive stays attachable with it
-    (see :data:`RAW_LOG`); the manifest says when it was left out.
+    folder. The copies of the input go in last, each kind only if the archive stays
+    attachable with it (see :data:`INPUT_COPIES`); the manifest says which were left out.
     """
     listing = site_listing(site)
     on_disk = set(listing)
@@ -351,13 +374,20 @@ def _complete_zip(
             _add_site_file(archive, site, name, digests)
     del archive  # before the archive is opened again, below
     size = tmp.stat().st_size
-    raw = site / RAW_LOG if RAW_LOG in listing else None
-    keep_raw = raw is not None and size + compressed_estimate(raw) <= GITHUB_ATTACHMENT_LIMIT
-    if raw is not None and not keep_raw:
-        extra["left_out_of_zip"] = {
-            RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB "
-            "attachment limit (it is in the site folder; attach the trace gzipped if asked)"
-        }
+    kept: list[str] = []
+    left_out: dict[str, str] = {}
+    for kind in INPUT_COPIES:
+        names = [name for name in listing if input_copy_kind(name) == kind]
+        if not names:
+            continue
+        estimate = compressed_estimate([site / name for name in names])
+        if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
+            kept += names
+            size += estimate
+        else:
+            left_out.update(dict.fromkeys(names, _LEFT_OUT_WHY[kind]))
+    if left_out:
+        extra["left_out_of_zip"] = left_out
     chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
     # written piece by piece: a list of ten thousand entries and its text were a build's
     # biggest allocation at its very end
@@ -365,8 +395,8 @@ def _complete_zip(
         manifest.writelines(chunks)
     with _open_zip(tmp, "a") as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
-        if raw is not None and keep_raw:
-            _add_to_zip(archive, raw, f"{site.name}/{RAW_LOG}")
+        for name in kept:
+            _add_to_zip(archive, site / name, f"{site.name}/{name}")
 
 
 def _open_zip(path: Path, mode: Literal["w", "a"]) -> zipfile.ZipFile:
@@ -378,13 +408,13 @@ def _add_site_file(
 ) -> None:
     """Deflate the site's file ``name`` into ``archive`` once, recording its digest.
 
-    The manifest is written last, and the input log is only hashed: :meth:`ZipWriter.finish`
-    adds it once it knows whether the archive stays attachable with it.
+    The manifest is written last, and the copies of the input are only hashed:
+    :func:`_complete_zip` adds them once it knows whether the archive stays attachable.
     """
     if name in digests or name == MANIFEST_NAME:
         return
     path = os.path.join(site, name)  # text: a Path apiece would intern every name
-    if name == RAW_LOG:
+    if input_copy_kind(name) is not None:
         digests[name] = _file_digest(path)
     else:
         digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")

@@ -32,8 +32,9 @@ from tlsite.core import (
     resolve_input,
     select_log,
 )
-from tlsite.core.bundle import ZipWriter, write_bundle
+from tlsite.core.bundle import ZipWriter, site_files, write_bundle
 from tlsite.core.cleanup import make_scratch, remove_scratch
+from tlsite.core.multirank import RankSummary, job_ranks
 from tlsite.core.output import BuildOutcome, staging_for, swap_into_place
 from tlsite.core.redact import Redactor, redacted_source, redaction_note, redaction_summary
 from tlsite.core.render.highlight import Highlighter
@@ -98,10 +99,11 @@ def build(
         zipper: ZipWriter | None = None
         try:
             if _is_job(resolved, rank, all_ranks):
-                made = _build_ranks(resolved, site, bar, jobs, export_mode, redactor)
+                zipper = _zip_while_building(resolved.logs, site, fmt)
+                made = _build_ranks(resolved, site, bar, jobs, export_mode, redactor, zipper)
             else:
                 log = select_log(resolved, rank, path)
-                zipper = _zip_while_building(log, site, fmt)
+                zipper = _zip_while_building([log], site, fmt)
                 on_file = zipper.add if zipper is not None else None
                 made = _build_one(resolved, log, path, site, bar, export_mode, redactor, on_file)
             if fmt != "none":
@@ -127,10 +129,10 @@ def build(
     )
 
 
-def _zip_while_building(log: LogSource, site: Path, fmt: str) -> ZipWriter | None:
-    """For a big trace's zip bundle, a writer that compresses each file of ``site`` in a
-    helper process as soon as it is final, while the rest is built."""
-    if fmt != "zip" or (log.size_hint or 0) < ZIP_WHILE_BUILDING_MIN_BYTES:
+def _zip_while_building(logs: list[LogSource], site: Path, fmt: str) -> ZipWriter | None:
+    """For a big trace's (or job's) zip bundle, a writer that compresses each file of
+    ``site`` in a helper process as soon as it is final, while the rest is built."""
+    if fmt != "zip" or sum(log.size_hint or 0 for log in logs) < ZIP_WHILE_BUILDING_MIN_BYTES:
         return None
     return ZipWriter(site, site.with_name(f"{site.name}.zip"))
 
@@ -244,19 +246,30 @@ def _build_ranks(
     jobs: int | None,
     export_mode: bool | None,
     redactor: Redactor | None,
+    zipper: ZipWriter | None,
 ) -> _Site:
-    """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports."""
+    """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports.
+
+    With ``zipper``, each rank's finished folder is compressed while the next ranks, the
+    landing page and the diffs are built. Folders are handed over in rank order, whichever
+    rank finishes first, so that the same job gives the same archive.
+    """
     if redactor is not None:
         logs = [redacted_source(log, redactor) for log in resolved.logs]
         resolved = dataclasses.replace(resolved, logs=logs)
     bar.stage(f"Reading and building {len(resolved.logs)} ranks", len(resolved.logs))
+    waiting = job_ranks(resolved)
+    finished: set[int] = set()
+
+    def on_rank(summary: RankSummary) -> None:
+        bar.advance()
+        finished.add(summary.rank)
+        while zipper is not None and waiting and waiting[0] in finished:
+            for path in site_files(site / f"rank_{waiting.pop(0)}"):
+                zipper.add(path)
+
     outcome = build_multirank(
-        resolved,
-        site,
-        jobs=jobs,
-        export_mode=export_mode,
-        on_rank=lambda _summary: bar.advance(),
-        redactor=redactor,
+        resolved, site, jobs=jobs, export_mode=export_mode, on_rank=on_rank, redactor=redactor
     )
     manifest: dict[str, Any] = {"ranks": sorted(outcome.summaries)}
     if redactor is not None:

@@ -51,7 +51,7 @@ from .site_config import (
     EXTRA_JS,
     SEARCH_CODE_JS,
     THEME_DIR,
-    unread_theme_files,
+    drop_unread_theme_files,
 )
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
@@ -219,7 +219,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
             # first, so that a zip bundle written meanwhile has them to compress at once
             self._write_compat(config)
             self._index_search(config)
-            _drop_unread_theme_files(files, config)
+            drop_unread_theme_files(files, config)
         report = self._prepare()
         store = self._store
         if self._highlighter is None:
@@ -418,16 +418,6 @@ def _compat_targets(trace: Trace) -> list[str]:
             paths.extend(p for p in (artifact.path, artifact.readable_path) if p)
     paths.extend(f"payloads/{key}.txt" for key in trace.loose_payloads)
     return paths
-
-
-def _drop_unread_theme_files(files: Files, config: MkDocsConfig) -> None:
-    """Leave out of a report of its own the theme files its pages never load (see
-    :func:`~.site_config.unread_theme_files`): every build copied them and every zip carried
-    them. A site that embeds the report keeps its theme whole."""
-    search = config.plugins.get("material/search")
-    languages = search.config.lang if search is not None else ["en"]
-    for uri in unread_theme_files([f.src_uri for f in files], languages or ["en"]):
-        files.remove(files.get_file_from_path(uri))
 
 
 def _has_search(config: MkDocsConfig) -> bool:

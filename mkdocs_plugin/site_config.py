@@ -10,18 +10,22 @@ built by ``mkdocs build`` or a compatible tool.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import jinja2
 import yaml
 
 import tlsite.themes
 
 if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.plugins import BasePlugin
+    from mkdocs.structure.files import Files
 
 #: Material's ``custom_dir`` with tlsite's CSS, JavaScript, shim and template override.
 THEME_DIR = Path(tlsite.themes.__file__).resolve().parent / "material"
@@ -54,6 +58,16 @@ def unread_theme_files(uris: Sequence[str], search_languages: Sequence[str]) -> 
     if list(search_languages) == ["en"]:
         patterns += SEARCH_LANGUAGE_FILES
     return [uri for uri in uris if any(fnmatch.fnmatchcase(uri, p) for p in patterns)]
+
+
+def drop_unread_theme_files(files: Files, config: MkDocsConfig) -> None:
+    """Leave out of a site of its own (a report, a job's landing page, a diff) the theme
+    files its pages never load (see :func:`unread_theme_files`): every build copied them and
+    every zip carried them. A site that embeds a report keeps its theme whole."""
+    search = config.plugins.get("material/search")
+    languages = search.config.lang if search is not None else ["en"]
+    for uri in unread_theme_files([f.src_uri for f in files], languages or ["en"]):
+        files.remove(files.get_file_from_path(uri))
 
 
 # navigation.prune keeps the nav from being rendered into every page (quadratic size otherwise).
@@ -183,7 +197,7 @@ def build_site(
         config_file=io.StringIO(yaml.safe_dump(config)),
         config_file_path=str(Path(config_dir) / "mkdocs.yml"),
     )
-    for name, plugin in (extra_plugins or {}).items():
+    for name, plugin in {**(extra_plugins or {}), "tlsite_site": _of_its_own()}.items():
         cfg.plugins[name] = plugin
     # The CLI calls on_startup/on_shutdown around build(); build() itself does not.
     cfg.plugins.on_startup(command="build", dirty=False)
@@ -199,3 +213,44 @@ def build_site(
         if pin_date:
             os.environ.pop("SOURCE_DATE_EPOCH", None)
         cfg.plugins.on_shutdown()
+
+
+class _TemplateBytecode(jinja2.BytecodeCache):
+    """Jinja bytecode of the theme's templates, kept in memory for the process's later builds.
+
+    Every MkDocs build makes a new Jinja environment, which compiled Material's templates
+    again: about half the CPU of a small site's build, and a job builds a site per rank (in
+    a few processes) plus the landing and diff sites. Jinja checks each template's source
+    checksum against the stored bytecode, so a changed template is compiled afresh.
+    """
+
+    def __init__(self) -> None:
+        self._code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if (code := self._code.get(bucket.key)) is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
+@functools.cache
+def _of_its_own() -> BasePlugin:
+    """The plugin of every site :func:`build_site` builds: it leaves out the theme files the
+    pages never load, and gives the build's Jinja environment this process's template
+    bytecode."""
+    from mkdocs.plugins import BasePlugin
+
+    class SiteOfItsOwn(BasePlugin):
+        cache = _TemplateBytecode()
+
+        def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
+            drop_unread_theme_files(files, config)
+            return files
+
+        def on_env(self, env: Any, /, *, config: Any, files: Any) -> Any:
+            env.bytecode_cache = self.cache
+            return env
+
+    return SiteOfItsOwn()
