@@ -687,9 +687,12 @@ class TraceDiff:
 
     @property
     def unchanged(self) -> bool:
-        """No regression, no improvement, no difference in torch or config."""
-        same_version = self.before.torch_version == self.after.torch_version
-        return not (self.regressions or self.improvements or self.config) and same_version
+        """No regression, no improvement, no difference in torch, config or cache use."""
+        same_setup = (
+            self.before.torch_version == self.after.torch_version
+            and self.before.cache == self.after.cache
+        )
+        return not (self.regressions or self.improvements or self.config) and same_setup
 
     @property
     def verdict(self) -> str:
