@@ -25,14 +25,19 @@ INLINE_HEAD_LINES = 400
 
 CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
 PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-code:([A-Za-z0-9_-]+)-->")
+#: An :class:`HtmlBlock` that is part of the page's text: put in as soon as the page is
+#: converted, so that search indexes it (code and big tables, above, go in after search).
+HTML_PLACEHOLDER = "<!--tlsite-html:{token}-->"
+HTML_PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-html:([A-Za-z0-9_-]+)-->")
 
 
 @dataclass(frozen=True, slots=True)
 class HtmlBlock:
     """Pre-rendered HTML (a big table) kept in the payload store, inserted after conversion.
 
-    Python-Markdown is slow on large escaped tables; HTML rendered by a template goes
-    straight into the page instead, and is not parsed again by the search plugin.
+    Python-Markdown is slow on tables, large or many (a recompile storm's every compile page
+    has its summary and timers); HTML rendered by a template goes straight into the page
+    instead. The same HTML is in the page's Markdown of ``tlsite markdown``, as a raw block.
     """
 
     pack: str
@@ -68,7 +73,18 @@ class Page:
                 code = read_block_text(block)
                 content = fence(code, effective_lang(code, block.lang))
             text = text.replace(CODE_PLACEHOLDER.format(token=token), content)
+            text = text.replace(HTML_PLACEHOLDER.format(token=token), content)
         return text
+
+
+def insert_html(content: str, blocks: dict[str, CodeBlock | HtmlBlock]) -> str:
+    """``content`` (a converted page) with its :data:`HTML_PLACEHOLDER` blocks put in."""
+
+    def html(match: re.Match[str]) -> str:
+        block = blocks.get(match.group(1))
+        return block.html() if isinstance(block, HtmlBlock) else match.group(0)
+
+    return HTML_PLACEHOLDER_PATTERN.sub(html, content)
 
 
 def dump_blocks(blocks: dict[str, CodeBlock | HtmlBlock]) -> str:

@@ -38,6 +38,7 @@ from .escape import safe_url
 from .highlight import CodeBlock, Highlighter
 from .page import (  # noqa: F401 (re-exported)
     CODE_PLACEHOLDER,
+    HTML_PLACEHOLDER,
     INLINE_HEAD_LINES,
     INLINE_LIMIT,
     PLACEHOLDER_PATTERN,
@@ -429,6 +430,19 @@ class ReportRenderer:
                 unit.metric("triton_kernel_compile_times_us")
             ),
         }
+        context["summary_table"] = self._early_html(
+            "summary", render("unit_summary.html", **context), blocks
+        )
+        time = context["time"]
+        context["time_tables"] = [
+            self._early_html(
+                f"time-{direction}",
+                render("time_phases.html", direction=direction, rows=time.rows(direction)),
+                blocks,
+            )
+            for direction in ("forward", "backward")
+            if time and getattr(time, direction)
+        ]
         title = f"{unit.display} {context['function']}".strip()
         markdown = render_markdown("compile_unit.md", **context)
         code = [a["code"] for a in context["artifacts"] if a["code"] is not None]
@@ -669,6 +683,15 @@ class ReportRenderer:
         ref = store.put(html)
         blocks[token] = HtmlBlock(store.pack_file, ref.offset, ref.size)
         return Markup(CODE_PLACEHOLDER.format(token=token))
+
+    def _early_html(self, token: str, html: str, blocks: dict) -> Markup:
+        """Keep ``html``, a part of the page's text, in the store; the page gets a placeholder
+        that the build replaces as soon as it has converted the page (see
+        :data:`~.page.HTML_PLACEHOLDER`): Python-Markdown then never parses it."""
+        store = self.trace.store
+        ref = store.put(html.strip())
+        blocks[token] = HtmlBlock(store.pack_file, ref.offset, ref.size)
+        return Markup(HTML_PLACEHOLDER.format(token=token))
 
     def _metrics_table(self, event: Event, token: str, blocks: dict) -> dict[str, Any]:
         rows = _metrics_rows(event)
