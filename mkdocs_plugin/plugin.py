@@ -35,7 +35,7 @@ from tlsite.core.model import Trace
 from tlsite.core.redact import MODES, Redactor
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
-from tlsite.core.render.page import HtmlBlock, insert_html
+from tlsite.core.render.page import Block, insert_parts
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
 from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef, PayloadStore
@@ -115,7 +115,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._highlight_workers = highlight_workers
         self._highlighter: Highlighter | None = highlighter
         self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is converted
-        self._blocks: dict[str, dict[str, CodeBlock | HtmlBlock]] = {}  # until it is written
+        self._blocks: dict[str, dict[str, Block]] = {}  # until it is written
         self._report_uris: set[str] = set()  # the report's pages, in a site with others
         self._config_dir = ""
         self._embedded = False
@@ -316,7 +316,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # read once
         if blocks_ref is not None:
             blocks = self._blocks[page.file.src_uri] = load_blocks(self._store.read(blocks_ref))
-            page.content = insert_html(page.content, blocks)
+            page.content = insert_parts(page.content, blocks)
         return context
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
