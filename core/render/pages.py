@@ -50,7 +50,7 @@ from .page import (  # noqa: F401 (re-exported)
     dump_blocks,
     load_blocks,
 )
-from .templating import render, render_markdown
+from .templating import macro, render, render_markdown
 from .trie_html import trie_html
 
 #: Artifacts open by default when small.
@@ -438,6 +438,10 @@ class ReportRenderer:
             href = url_path(a["raw_href"]) if a["raw_href"] else None
             facts = render("artifact_facts.html", a=a, href=href)
             a["facts"] = self._part(f"facts-{a['number']}", facts, blocks)
+        stack = macro("_macros.md", "stack_block")(
+            unit.stack, "Stack that triggered this compile", open=False
+        )
+        context["stack"] = self._part("stack", stack, blocks) if unit.stack else ""
         context["summary_table"] = self._part(
             "summary", render("unit_summary.html", **context), blocks
         )
