@@ -5,8 +5,10 @@ measured against its base in the same run: each round builds the trace once with
 revision (``git archive`` snapshots, in alternating order), and reports the CPU time of the
 build's process tree (user + system, from ``os.wait4``: less sensitive to other load than wall
 time), the wall time, and the sizes a user gets (search index, code index, zip, site).
+``--tlparse`` times tlparse on the trace in each round too, for each revision's ratio to it;
+CPU per compile id divides by the number of compile pages the build wrote.
 
-    python bench/ab_build.py TRACE --base 19061eb --new HEAD -n 3
+    python bench/ab_build.py TRACE --base 19061eb --new HEAD -n 3 --tlparse
 """
 
 from __future__ import annotations
@@ -60,7 +62,19 @@ def build_once(trace: str, root: Path, out: Path) -> dict[str, float]:
         "code": size(search / "code_index.js") if (search / "code_index.js").exists() else 0,
         "zip": size(out.with_suffix(".zip")),
         "site": size(out),
+        "ids": len([p for p in out.glob("-_*") if p.is_dir()]),
     }
+
+
+def tlparse_once(trace: str, out: Path) -> dict[str, float]:
+    """tlparse's CPU and wall time on the trace (the reference the issue's goals are in)."""
+    command = ["tlparse", trace, "-o", str(out), "--overwrite", "--no-browser"]
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"tlparse failed: {' '.join(command)}")
+    return {"cpu": usage.ru_utime + usage.ru_stime, "wall": time.perf_counter() - start}
 
 
 def main() -> None:
@@ -69,6 +83,7 @@ def main() -> None:
     parser.add_argument("--base", default="HEAD~1")
     parser.add_argument("--new", default="HEAD")
     parser.add_argument("-n", "--repeat", type=int, default=3)
+    parser.add_argument("--tlparse", action="store_true", help="time tlparse in each round")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tlsite-ab-") as scratch:
         revisions = {
@@ -76,6 +91,7 @@ def main() -> None:
             for name, rev in (("base", args.base), ("new", args.new))
         }
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in revisions}
+        reference: list[dict[str, float]] = []
         for round_ in range(args.repeat):
             order = list(revisions) if round_ % 2 == 0 else list(reversed(revisions))
             for name in order:
@@ -83,19 +99,37 @@ def main() -> None:
                 runs[name].append(run)
                 cpu, wall = run["cpu"], run["wall"]
                 print(f"round {round_ + 1} {name}: cpu {cpu:.2f} s, wall {wall:.2f} s")
+            if args.tlparse:
+                reference.append(tlparse_once(args.trace, Path(scratch) / "out-tlparse"))
+                cpu, wall = reference[-1]["cpu"], reference[-1]["wall"]
+                print(f"round {round_ + 1} tlparse: cpu {cpu:.2f} s, wall {wall:.2f} s")
     print(f"\n`{Path(args.trace).name}`, {args.repeat} interleaved rounds, medians (min–max):\n")
-    print("| revision | CPU s | wall s | search index MiB | code index KiB | zip MB | site MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    tl_cpu = statistics.median(r["cpu"] for r in reference) if reference else 0.0
+    tl_wall = statistics.median(r["wall"] for r in reference) if reference else 0.0
+    print(
+        "| revision | CPU s | CPU ms per compile id | CPU ÷ tlparse | wall s | wall ÷ tlparse"
+        " | search index MiB | code index KiB | zip MB | site MB |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, rev in (("base", args.base), ("new", args.new)):
         cpu = [r["cpu"] for r in runs[name]]
 
         def median(key: str, rows: list[dict[str, float]] = runs[name]) -> float:
             return statistics.median(r[key] for r in rows)
 
+        per_id = f"{median('cpu') / median('ids') * 1000:.1f}" if median("ids") else ""
+        cpu_ratio = f"{median('cpu') / tl_cpu:.1f}×" if tl_cpu else ""
+        wall_ratio = f"{median('wall') / tl_wall:.1f}×" if tl_wall else ""
         print(
-            f"| {rev} | {median('cpu'):.2f} ({min(cpu):.2f}–{max(cpu):.2f}) | {median('wall'):.2f}"
+            f"| {rev} | {median('cpu'):.2f} ({min(cpu):.2f}–{max(cpu):.2f}) | {per_id}"
+            f" | {cpu_ratio} | {median('wall'):.2f} | {wall_ratio}"
             f" | {median('index') / 2**20:.3f} | {median('code') / 1024:.1f}"
             f" | {median('zip') / 1e6:.2f} | {median('site') / 1e6:.1f} |"
+        )
+    if reference:
+        print(
+            f"| tlparse 0.4.3 | {tl_cpu:.2f} | {tl_cpu / max(median('ids'), 1) * 1000:.1f}"
+            f" | 1.0× | {tl_wall:.2f} | 1.0× | | | | |"
         )
 
 

@@ -35,6 +35,7 @@ from tlsite.core.model import Trace
 from tlsite.core.redact import MODES, Redactor
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
+from tlsite.core.render.page import Block, insert_parts
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
 from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef, PayloadStore
@@ -113,7 +114,8 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._last_page: str | None = None
         self._highlight_workers = highlight_workers
         self._highlighter: Highlighter | None = highlighter
-        self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is written
+        self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is converted
+        self._blocks: dict[str, dict[str, Block]] = {}  # until it is written
         self._report_uris: set[str] = set()  # the report's pages, in a site with others
         self._config_dir = ""
         self._embedded = False
@@ -308,8 +310,13 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
     @event_priority(100)  # first: the search plugin indexes the page's HTML and headings
     def on_page_context(self, context: Any, /, *, page: Any, config: MkDocsConfig, nav: Any) -> Any:
+        """Convert a deferred page, and put in the HTML parts of its text (not its code)."""
         if isinstance(page, DeferredPage):
             page.convert(config)
+        blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # read once
+        if blocks_ref is not None:
+            blocks = self._blocks[page.file.src_uri] = load_blocks(self._store.read(blocks_ref))
+            page.content = insert_parts(page.content, blocks)
         return context
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
@@ -319,13 +326,12 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._page_written(page.file.abs_dest_path)
         if isinstance(page, DeferredPage):
             page.release(config)  # written below
-        blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # written once
+        blocks = self._blocks.pop(page.file.src_uri, None)  # written once
         # in another site's theme, the report's own pages get the policy without the marker
         head = self._embedded and page.file.src_uri in self._report_uris
-        if blocks_ref is None or self._highlighter is None:
+        if blocks is None or self._highlighter is None:
             return add_csp(output, page=page, config=config, head=head)
         highlighter = self._highlighter
-        blocks = load_blocks(self._store.read(blocks_ref))
 
         def insert(match: re.Match[str]) -> str:
             token = match.group(1)

@@ -18,6 +18,7 @@ from corpus import TORCH_213, TRAINING_TRACE_GLOB, tlparse_input, trace_lines
 from test_site import site_cache
 
 from tlsite.core import load
+from tlsite.core.render.page import insert_parts
 from tlsite.core.render.pages import render_tree
 
 if TYPE_CHECKING:
@@ -53,8 +54,12 @@ def raw_metrics(log: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def pages_of(log: Path) -> dict[str, str]:
-    """The report's Markdown pages by path, with Markdown's backslash escapes removed."""
-    return {page.path: MD_ESCAPE.sub(r"\1", page.markdown) for page in render_tree(load(log)).pages}
+    """The report's Markdown pages by path, with the parts of their text that are HTML put in
+    (a compile page's summary, timers, stack) and Markdown's backslash escapes removed."""
+    return {
+        page.path: MD_ESCAPE.sub(r"\1", insert_parts(page.markdown, page.blocks))
+        for page in render_tree(load(log)).pages
+    }
 
 
 def md_tables(markdown: str) -> list[list[list[str]]]:
@@ -75,9 +80,21 @@ def md_tables(markdown: str) -> list[list[list[str]]]:
     return tables
 
 
+def html_tables(text: str) -> list[list[list[str]]]:
+    """Every HTML table of a page as rows of raw cell text (header row first)."""
+    return [
+        [
+            re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)
+            for row in re.findall(r"(?s)<tr>(.*?)</tr>", t)
+        ]
+        for t in re.findall(r"(?s)<table>(.*?)</table>", text)
+    ]
+
+
 def phase_table(markdown: str, direction: str) -> list[tuple[int, str, float, str]]:
-    """``(depth, label, total, self text)`` rows of a unit page's forward/backward table."""
-    for table in md_tables(markdown):
+    """``(depth, label, total, self text)`` rows of a unit page's forward/backward table (HTML,
+    in the page's Markdown)."""
+    for table in html_tables(markdown):
         if table[0][0] == f"{direction.capitalize()} phase":
             rows = []
             for label, total, own in table[1:]:

@@ -12,6 +12,7 @@ from corpus import FIXTURE_TRACES, tlparse_input
 from test_cli import run_tlsite
 
 from tlsite.core import load
+from tlsite.core.render.page import insert_parts
 from tlsite.core.render.pages import render_tree
 
 CORRUPTED = tlparse_input("simple_corrupted_json.log")
@@ -21,8 +22,12 @@ MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>~])")
 
 
 def pages_of(log: Path) -> dict[str, str]:
-    """The report's Markdown pages by path, with Markdown's backslash escapes removed."""
-    return {page.path: MD_ESCAPE.sub(r"\1", page.markdown) for page in render_tree(load(log)).pages}
+    """The report's Markdown pages by path, with the parts of their text that are HTML put in
+    (a compile page's summary, timers, stack) and Markdown's backslash escapes removed."""
+    return {
+        page.path: MD_ESCAPE.sub(r"\1", insert_parts(page.markdown, page.blocks))
+        for page in render_tree(load(log)).pages
+    }
 
 
 def words(markdown: str) -> str:

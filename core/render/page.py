@@ -25,6 +25,10 @@ INLINE_HEAD_LINES = 400
 
 CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
 PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-code:([A-Za-z0-9_-]+)-->")
+#: A :class:`PagePart`: put in as soon as the page is converted, so that search indexes it
+#: (code and big tables, above, go in after search).
+PART_PLACEHOLDER = "<!--tlsite-part:{token}-->"
+PART_PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-part:([A-Za-z0-9_-]+)-->")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,24 @@ class HtmlBlock:
         return read_slice(self.pack, self.offset, self.size).decode("utf-8")
 
 
+@dataclass(frozen=True, slots=True)
+class PagePart:
+    """A small part of a page's text as HTML from a template (a compile page's summary).
+
+    Python-Markdown costs about a millisecond per table or HTML paragraph, on every one of a
+    recompile storm's compile pages; a part skips it. ``tlsite markdown`` writes it into the
+    page's Markdown as a raw HTML block, which Python-Markdown passes through.
+    """
+
+    text: str
+
+    def html(self) -> str:
+        return self.text
+
+
+Block = CodeBlock | HtmlBlock | PagePart
+
+
 @dataclass
 class Page:
     """One generated Markdown page.
@@ -55,38 +77,47 @@ class Page:
     path: str  # relative to the docs root, e.g. "-_0_0_0/index.md"
     markdown: str
     title: str
-    blocks: dict[str, CodeBlock | HtmlBlock] = field(default_factory=dict)
+    blocks: dict[str, Block] = field(default_factory=dict)
     #: the words of the code blocks that search finds (see :mod:`.code_terms`)
     code: list[CodeSection] = field(default_factory=list)
 
     def standalone_markdown(self) -> str:
         text = self.markdown
         for token, block in self.blocks.items():
-            if isinstance(block, HtmlBlock):
+            if isinstance(block, (HtmlBlock, PagePart)):
                 content = block.html()
             else:
                 code = read_block_text(block)
                 content = fence(code, effective_lang(code, block.lang))
             text = text.replace(CODE_PLACEHOLDER.format(token=token), content)
+            text = text.replace(PART_PLACEHOLDER.format(token=token), content)
         return text
 
 
-def dump_blocks(blocks: dict[str, CodeBlock | HtmlBlock]) -> str:
+def insert_parts(content: str, blocks: dict[str, Block]) -> str:
+    """``content`` (a converted page) with its :class:`PagePart` blocks put in."""
+
+    def html(match: re.Match[str]) -> str:
+        block = blocks.get(match.group(1))
+        return block.text if isinstance(block, PagePart) else match.group(0)
+
+    return PART_PLACEHOLDER_PATTERN.sub(html, content)
+
+
+def dump_blocks(blocks: dict[str, Block]) -> str:
     """A page's blocks as JSON text (see :func:`load_blocks`): a site build keeps them in the
     payload store until the page is written, not as thousands of objects in memory."""
-    rows = [
-        [token, "code" if isinstance(block, CodeBlock) else "html", *astuple(block)]
-        for token, block in blocks.items()
-    ]
+    rows = [[token, _KINDS[type(block)], *astuple(block)] for token, block in blocks.items()]
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
-def load_blocks(text: str) -> dict[str, CodeBlock | HtmlBlock]:
+_KINDS: dict[type, str] = {CodeBlock: "code", HtmlBlock: "html", PagePart: "part"}
+_CLASSES = {kind: cls for cls, kind in _KINDS.items()}
+
+
+def load_blocks(text: str) -> dict[str, Block]:
     """The blocks :func:`dump_blocks` wrote."""
-    blocks: dict[str, CodeBlock | HtmlBlock] = {}
-    for token, kind, *fields in json.loads(text):
-        blocks[token] = CodeBlock(*fields) if kind == "code" else HtmlBlock(*fields)
-    return blocks
+    return {token: _CLASSES[kind](*fields) for token, kind, *fields in json.loads(text)}
 
 
 @dataclass

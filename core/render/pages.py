@@ -42,20 +42,23 @@ from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
 from . import extra_pages
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import kernel_stack_traces, pretty_json
-from .escape import safe_url
+from .escape import safe_url, url_path
 from .highlight import CodeBlock, Highlighter
 from .page import (  # noqa: F401 (re-exported)
     CODE_PLACEHOLDER,
     INLINE_HEAD_LINES,
     INLINE_LIMIT,
+    PART_PLACEHOLDER,
     PLACEHOLDER_PATTERN,
+    Block,
     HtmlBlock,
     Page,
+    PagePart,
     SiteTree,
     dump_blocks,
     load_blocks,
 )
-from .templating import render, render_markdown
+from .templating import macro, render, render_markdown
 from .trie_html import trie_html
 
 #: Artifacts open by default when small.
@@ -327,7 +330,7 @@ class ReportRenderer:
                     "groups": _by_subgraph(artifacts),
                 }
             )
-        blocks: dict[str, CodeBlock | HtmlBlock] = {}
+        blocks: dict[str, Block] = {}
         table = self._html_block("compile-ids", render("compile_ids_table.html", rows=rows), blocks)
         md = render_markdown(
             "compile_ids.md", table=table, autograd=self.autograd, unit_path=self.unit_path
@@ -403,7 +406,7 @@ class ReportRenderer:
             position = index + 1
             previous = frame.units[index - 1] if index > 0 else None
             following = frame.units[index + 1] if index + 1 < len(frame.units) else None
-        blocks: dict[str, CodeBlock | HtmlBlock] = {}
+        blocks: dict[str, Block] = {}
         own = self._failures_of.get(id(unit), [])
         failures = [f for f in own if not f.is_restart]
         restart_reasons = [f.description for f in own if f.is_restart]
@@ -457,6 +460,29 @@ class ReportRenderer:
                 unit.metric("triton_kernel_compile_times_us")
             ),
         }
+        for a in context["artifacts"]:
+            if a["link_url"]:
+                continue
+            href = url_path(a["raw_href"]) if a["raw_href"] else None
+            facts = render("artifact_facts.html", a=a, href=href)
+            a["facts"] = self._part(f"facts-{a['number']}", facts, blocks)
+        stack = macro("_macros.md", "stack_block")(
+            unit.stack, "Stack that triggered this compile", open=False
+        )
+        context["stack"] = self._part("stack", stack, blocks) if unit.stack else ""
+        context["summary_table"] = self._part(
+            "summary", render("unit_summary.html", **context), blocks
+        )
+        time = context["time"]
+        context["time_tables"] = [
+            self._part(
+                f"time-{direction}",
+                render("time_phases.html", direction=direction, rows=time.rows(direction)),
+                blocks,
+            )
+            for direction in ("forward", "backward")
+            if time and getattr(time, direction)
+        ]
         title = f"{unit.display} {context['function']}".strip()
         if outside:
             title = f"{unit.display} records outside any compile"
@@ -727,6 +753,13 @@ class ReportRenderer:
         ref = store.put(html)
         blocks[token] = HtmlBlock(store.pack_file, ref.offset, ref.size)
         return Markup(CODE_PLACEHOLDER.format(token=token))
+
+    @staticmethod
+    def _part(token: str, html: str, blocks: dict[str, Block]) -> Markup:
+        """``html``, a part of the page's text, as a :class:`~.page.PagePart`: the page gets a
+        placeholder that the build replaces as soon as it has converted the page."""
+        blocks[token] = PagePart(html.strip())
+        return Markup(PART_PLACEHOLDER.format(token=token))
 
     def _metrics_table(self, event: Event, token: str, blocks: dict) -> dict[str, Any]:
         rows = _metrics_rows(event)

@@ -7,6 +7,7 @@ so a forgotten filter cannot let trace text become a link, an attribute or raw H
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -81,3 +82,8 @@ def render(template: str, **context: object) -> str:
 
 def render_markdown(template: str, **context: object) -> str:
     return markdown_environment().get_template(template).render(**context)
+
+
+def macro(template: str, name: str) -> Callable[..., str]:
+    """A macro of a Markdown template, to call from Python."""
+    return getattr(markdown_environment().get_template(template).module, name)
