@@ -195,6 +195,9 @@ class _Sectioner:
 #: compile pages) is indexed once; ``search-code.js`` lists the other pages from ``shared``.
 SHARED_MIN = 16
 _DIGITS = re.compile(r"\d+")
+#: A code span of at least 40 characters (a guard, a location; not a config value such as
+#: ``false``, which a table shows on many rows beside different names).
+_CODE_SPAN = re.compile(r"<code>(?:(?!</code>).){40,}</code>", re.S)
 
 
 class ReportSearchIndex(SearchIndex):
@@ -235,6 +238,7 @@ class ReportSearchIndex(SearchIndex):
                 if section.excluded:
                     continue
                 entry = _entry(section, page, search)
+                entry["text"] = _repeats_once(entry["text"])
                 if entry["text"] or entry["location"] not in self._found_elsewhere:
                     self.entries.append(entry)
         for entry in self.entries:
@@ -286,6 +290,27 @@ class ReportSearchIndex(SearchIndex):
                 member = [page_ids[url], anchor, title]
             self.shared[indexed].append(member)
         return kept
+
+
+def _repeats_once(text: str) -> str:
+    """``text`` with each long code span it holds :data:`SHARED_MIN` or more times kept
+    only where it first is: a storm's tables (recompiles, a frame's compiles) repeat one guard
+    on every row, and each copy is more for lunr to index, not more for search to find."""
+    if text.count("<code>") < SHARED_MIN:
+        return text
+    counts: dict[str, int] = {}
+    for span in _CODE_SPAN.findall(text):
+        counts[span] = counts.get(span, 0) + 1
+    seen: set[str] = set()
+
+    def once(match: re.Match[str]) -> str:
+        span = match.group(0)
+        if counts[span] < SHARED_MIN or span not in seen:
+            seen.add(span)
+            return span
+        return ""
+
+    return _CODE_SPAN.sub(once, text)
 
 
 def _entry(section: _Section, page: Any, search: dict[str, Any]) -> dict[str, Any]:
