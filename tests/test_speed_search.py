@@ -101,6 +101,19 @@ def test_a_storm_indexes_each_repeated_section_once_and_finds_it_on_every_page(
 
 
 @pytest.mark.slow
+def test_a_storm_table_that_repeats_one_guard_indexes_it_once(storm: Path) -> None:
+    """The recompiles table names the same failed guard on each of its rows: search finds
+    the table by it, from one copy in the index."""
+    guard = "# if mode =="
+    html = (storm / "recompiles.html").read_text(encoding="utf-8")
+    (table,) = [d for d in docs(storm) if d["location"].startswith("recompiles.html#frame-")]
+    assert html.count(guard) >= STORM - 1
+    assert table["text"].count(guard) == 1
+    for number in (1, 2, STORM - 1):  # every row is still there, by its compile id
+        assert f"[0/{number}] ok" in table["text"]
+
+
+@pytest.mark.slow
 def test_a_storm_index_grows_by_little_per_compile_id(
     tmp_path_factory: pytest.TempPathFactory, storm: Path
 ) -> None:
