@@ -365,7 +365,13 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         """Write the words of the pages' code that search finds beside the search index
         (``search-code.js`` loads it from there, also in a site that embeds the report)."""
         report = self._prepared
-        if report is None or not report.code_index or not _has_search(config):
+        if report is None or not _has_search(config):
+            return
+        index = getattr(config.plugins.get("material/search"), "search_index", None)
+        if isinstance(index, ReportSearchIndex):  # sections it holds once for many pages
+            report.code_index.shared = index.shared
+            report.code_index.shared_pages = index.shared_pages
+        if not report.code_index:
             return
         path = os.path.join(config.site_dir, CODE_INDEX)
         os.makedirs(os.path.dirname(path), exist_ok=True)

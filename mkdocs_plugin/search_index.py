@@ -191,23 +191,46 @@ class _Sectioner:
             section.text.append(escape(chunk, quote=False))
 
 
+#: A section whose text, numbers aside, is on at least this many pages (a recompile storm's
+#: compile pages) is indexed once; ``search-code.js`` lists the other pages from ``shared``.
+SHARED_MIN = 16
+_DIGITS = re.compile(r"\d+")
+#: A code span of at least 40 characters (a guard, a location; not a config value such as
+#: ``false``, which a table shows on many rows beside different names).
+_CODE_SPAN = re.compile(r"<code>(?:(?!</code>).){40,}</code>", re.S)
+
+
 class ReportSearchIndex(SearchIndex):
     """Material's search index whose pages are divided by :func:`sections`, and whose
-    entries are kept as their JSON text until the index is written."""
+    entries are kept as their JSON text until the index is written.
+
+    A recompile storm's compile pages repeat the same sections (summary, reasons, timers)
+    thousands of times with other numbers in them; lunr builds its index on the page's own
+    thread from ``file://``, so each copy delays the first answer. Sections whose text and
+    title are the same once digits are masked, on :data:`SHARED_MIN` or more pages, are
+    indexed once (the first page's); :attr:`shared` names the others, for the code index.
+    """
 
     def __init__(self, *, found_elsewhere: set[str] | None = None, **config: Any) -> None:
         """``found_elsewhere``: the ``location#anchor`` of sections that search finds through
         the code index (``search/code_index.js``), by their title and code: those with no
         text of their own get no entry here."""
         super().__init__(**config)
-        self.docs: list[str] = []
+        #: (page url, the entry's key with digits masked or None for a page's own, JSON)
+        self.docs: list[tuple[str, str | None, str]] = []
         self._found_elsewhere = found_elsewhere or set()
+        self._titles: dict[str, str] = {}  # page url -> title
+        #: ``[[page url, title], ...]`` and ``{indexed location: [page index or
+        #: [page index, anchor, title], ...]}``: where else a shared section is
+        self.shared_pages: list[list[str]] = []
+        self.shared: dict[str, list[object]] = {}
 
     def add_entry_from_context(self, page: Any) -> None:
         """Index the page's sections as Material's ``SearchIndex`` does."""
         search = page.meta.get("search") or {}
         if search.get("exclude"):
             return
+        self._titles[page.url] = str(page.meta.get("title", page.title))
         if material_search.jieba is not None:  # Chinese segmentation: Material's own way
             super().add_entry_from_context(page)
         else:
@@ -215,17 +238,79 @@ class ReportSearchIndex(SearchIndex):
                 if section.excluded:
                     continue
                 entry = _entry(section, page, search)
+                entry["text"] = _repeats_once(entry["text"])
                 if entry["text"] or entry["location"] not in self._found_elsewhere:
                     self.entries.append(entry)
-        # the encoding Material gives the whole index (compact, ASCII, str() for the rest)
-        self.docs.extend(json.dumps(e, separators=(",", ":"), default=str) for e in self.entries)
+        for entry in self.entries:
+            # the encoding Material gives the whole index (compact, ASCII, str() for the rest)
+            text = json.dumps(entry, separators=(",", ":"), default=str)
+            location = entry["location"]
+            key = None
+            if "#" in location:  # a page's own entry stays: search finds a compile id there
+                rest = {k: v for k, v in entry.items() if k != "location"}
+                anchor = location.partition("#")[2]
+                key = _DIGITS.sub("0", anchor + json.dumps(rest, default=str))
+            self.docs.append((page.url, key, text))
         self.entries = []
 
     def generate_search_index(self, prev: Any) -> str:
-        """The index Material writes: its configuration, then every entry."""
+        """The index Material writes: its configuration, then every entry not shared."""
         config = {key: self.config[key] for key in ("lang", "separator", "pipeline", "fields")}
         head = json.dumps({"config": config}, separators=(",", ":"), default=str)
-        return f'{head[:-1]},"docs":[{",".join(self.docs)}]}}'
+        return f'{head[:-1]},"docs":[{",".join(self._indexed())}]}}'
+
+    def _indexed(self) -> list[str]:
+        """The entries' JSON, each section shared by a storm's pages once (see :attr:`shared`)."""
+        counts: dict[str, int] = {}
+        for _url, key, _text in self.docs:
+            if key is not None:
+                counts[key] = counts.get(key, 0) + 1
+        first: dict[str, tuple[str, str, str]] = {}  # key -> (location, anchor, title)
+        page_ids: dict[str, int] = {}
+        self.shared, self.shared_pages = {}, []
+        kept: list[str] = []
+        for url, key, text in self.docs:
+            if key is None or counts[key] < SHARED_MIN:
+                kept.append(text)
+                continue
+            entry = json.loads(text)
+            location, title = entry["location"], entry["title"]
+            anchor = location.partition("#")[2]
+            if key not in first:
+                first[key] = (location, anchor, title)
+                self.shared[location] = []
+                kept.append(text)
+                continue
+            if url not in page_ids:
+                page_ids[url] = len(self.shared_pages)
+                self.shared_pages.append([url, self._titles.get(url, url)])
+            indexed, indexed_anchor, indexed_title = first[key]
+            member: object = page_ids[url]
+            if (anchor, title) != (indexed_anchor, indexed_title):
+                member = [page_ids[url], anchor, title]
+            self.shared[indexed].append(member)
+        return kept
+
+
+def _repeats_once(text: str) -> str:
+    """``text`` with each long code span it holds :data:`SHARED_MIN` or more times kept
+    only where it first is: a storm's tables (recompiles, a frame's compiles) repeat one guard
+    on every row, and each copy is more for lunr to index, not more for search to find."""
+    if text.count("<code>") < SHARED_MIN:
+        return text
+    counts: dict[str, int] = {}
+    for span in _CODE_SPAN.findall(text):
+        counts[span] = counts.get(span, 0) + 1
+    seen: set[str] = set()
+
+    def once(match: re.Match[str]) -> str:
+        span = match.group(0)
+        if counts[span] < SHARED_MIN or span not in seen:
+            seen.add(span)
+            return span
+        return ""
+
+    return _CODE_SPAN.sub(once, text)
 
 
 def _entry(section: _Section, page: Any, search: dict[str, Any]) -> dict[str, Any]:

@@ -120,6 +120,10 @@ class CodeIndex:
     titles: list[str] = field(default_factory=list)
     terms: list[str] = field(default_factory=list)
     pages: list[list[object]] = field(default_factory=list)
+    #: sections the search index holds once for many pages: ``{indexed location: [page
+    #: index or [page index, anchor, title], ...]}`` over ``shared_pages`` (``[url, title]``)
+    shared: dict[str, list[object]] = field(default_factory=dict)
+    shared_pages: list[list[str]] = field(default_factory=list)
     _title_ids: dict[str, int] = field(default_factory=dict, repr=False)
     _term_ids: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -138,7 +142,7 @@ class CodeIndex:
             self.pages.append([location, title, entries])
 
     def __bool__(self) -> bool:
-        return bool(self.pages)
+        return bool(self.pages or self.shared)
 
     def anchors(self) -> set[str]:
         """``location#anchor`` of every section listed: ``search-code.js`` finds them by
@@ -152,7 +156,9 @@ class CodeIndex:
 
     def javascript(self) -> str:
         """The index as the script ``search-code.js`` loads."""
-        data = {"titles": self.titles, "terms": self.terms, "pages": self.pages}
+        data: dict[str, object] = {"titles": self.titles, "terms": self.terms, "pages": self.pages}
+        if self.shared:
+            data.update(shared=self.shared, sharedPages=self.shared_pages)
         return f"var __tlsite_code = {json.dumps(data, separators=(',', ':'))};\n"
 
 

@@ -199,8 +199,65 @@
       "</p>";
   }
 
+  /* Material's result with the pages that share its sections added. A recompile storm's
+   * compile pages repeat the same sections with other numbers; the search index holds each
+   * such section once (the first page's) and `index.shared` names the other pages: each
+   * becomes a result of its own right after the page Material found (or joins that page's
+   * result where Material found the page too), linking to its own copy of the section. */
+  function withShared(result, index, query) {
+    var shared = index && index.shared;
+    if (!shared || !result || !Array.isArray(result.items)) return result;
+    var words = queryWords(query);
+    var groups = result.items.map(function (group) { return group.slice(); });
+    var groupOf = {};
+    groups.forEach(function (group, position) {
+      group.forEach(function (item) {
+        if (item.location.indexOf("#") === -1) groupOf[item.location] = position;
+      });
+    });
+    var added = false, after = groups.map(function () { return []; });
+    groups.forEach(function (group, position) {
+      group.slice().forEach(function (item) {
+        var members = shared[item.location];
+        if (!members) return;
+        var anchor = item.location.slice(item.location.indexOf("#") + 1);
+        members.forEach(function (member) {
+          var own = Array.isArray(member);
+          var page = index.sharedPages[own ? member[0] : member];
+          var section = {
+            location: page[0] + "#" + (own ? member[1] : anchor),
+            title: own ? marked(member[2], words) : item.title,
+            text: "",
+            score: item.score,
+            terms: item.terms
+          };
+          var at = groupOf[page[0]];
+          if (at === undefined) {
+            var fresh = [{ location: page[0], title: escapeHtml(page[1]), text: "",
+              score: item.score, terms: item.terms }];
+            at = groupOf[page[0]] = groups.length;
+            groups.push(fresh);
+            after[position].push(fresh);
+          }
+          if (!groups[at].some(function (x) { return x.location === section.location; })) {
+            groups[at].push(section);
+          }
+          added = true;
+        });
+      });
+    });
+    if (!added) return result;
+    var ordered = [];
+    for (var i = 0; i < after.length; i++) ordered.push(groups[i], ...after[i]);
+    var copy = {};
+    Object.keys(result).forEach(function (key) { copy[key] = result[key]; });
+    copy.items = ordered;
+    return copy;
+  }
+
   /* Material's result with the matching code sections added. */
   function withCode(result, query, index) {
+    result = withShared(result, index, query);
     var words = queryWords(query);
     if (!index || !words.length || !result || !Array.isArray(result.items)) return result;
     var lists = matchingLists(index, words), titles = matchingTitles(index, words);
