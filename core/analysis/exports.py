@@ -143,7 +143,7 @@ def _is_export_unit(unit: CompileUnit) -> bool:
             return True
     if any(a.name in _OUTCOME_ARTIFACTS for a in unit.artifacts):
         return True
-    if _framed(unit) and not unit.compilation_metrics and len(unit.describes):
+    if _framed(unit) and _describes_only(unit):
         # torch 2.15 gives each torch.export call a compile id with no dynamo_start: a
         # non-strict export of static shapes logs only its fake tensors' descriptions
         return True
@@ -151,6 +151,17 @@ def _is_export_unit(unit: CompileUnit) -> bool:
         e.type in (EXPORT_START, EXPORTED_PROGRAM)
         or any(_EXPORT_FILE.search(f.filename) for f in e.stacks.get("stack", ()))
         for e in unit.events
+    )
+
+
+def _describes_only(unit: CompileUnit) -> bool:
+    """A first attempt whose only records describe fake tensors (a dynamo compile logs its
+    start, graphs or metrics; a restarted attempt belongs to one)."""
+    return (
+        bool(len(unit.describes))
+        and not (unit.compilation_metrics or unit.artifacts or unit.events)
+        and unit.id is not None
+        and not unit.id.attempt
     )
 
 
