@@ -116,7 +116,9 @@ def min_cut(data: Any) -> MinCut | None:
     order = data.get("Recomputable Banned Nodes Order")
     order = [n for n in order if isinstance(n, str)] if isinstance(order, list) else []
     saved_idx = data.get("Knapsack Saved Nodes")
-    saved_idx = {i for i in saved_idx if is_whole_number(i)} if isinstance(saved_idx, list) else set()
+    saved_idx = (
+        {i for i in saved_idx if is_whole_number(i)} if isinstance(saved_idx, list) else set()
+    )
     memories = data.get("Absolute Memories")
     runtimes = data.get("Knapsack Input Runtimes")
     candidates = []
