@@ -255,7 +255,8 @@ def _add(call: ExportCall, unit: CompileUnit, item: Any) -> None:
 
 def _program(call: ExportCall, item: Event | Artifact) -> None:
     call.program = item
-    _say(call, SUCCEEDED, item, evidence="its exported program was logged")
+    record = item.type if _is_event(item) else item.name  # type: ignore[union-attr]
+    _say(call, SUCCEEDED, item, evidence=record)  # "(from `exported_program`)"
 
 
 def _say(call: ExportCall, outcome: str, item: Event | Artifact, **fields: Any) -> None:
