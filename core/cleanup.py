@@ -73,11 +73,6 @@ def remove_scratch(path: str | os.PathLike[str]) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def unmark(path: Path) -> None:
-    """Drop the claim: the folder becomes a result (an output folder swapped into place)."""
-    (path / MARKER).unlink(missing_ok=True)
-
-
 def remove_stale(parent: str | os.PathLike[str] | None = None) -> list[Path]:
     """Remove the scratch folders in ``parent`` (default: the temporary folder) left by tlsite
     processes of this host that no longer run; the folders removed."""

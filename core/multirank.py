@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -531,7 +531,3 @@ def load_ranks(
     taken = {f"{name}: empty" for name in empties.values()}
     ignored = [entry for entry in resolved.ignored if entry not in taken]
     return RankSet(summaries, work, owned, ignored)
-
-
-def rank_numbers(ranks: Sequence[RankSummary]) -> list[int]:
-    return [r.rank for r in ranks]

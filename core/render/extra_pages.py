@@ -265,18 +265,6 @@ def _provenance_page(
     return Page(path, md, title)
 
 
-def provenance_pages(renderer: ReportRenderer) -> tuple[list[Page], list[Any]]:
-    """Every provenance page, and one navigation entry per page (docs-relative, prefixed)."""
-    state = _state(renderer)
-    pages: list[Page] = []
-    nav: list[Any] = []
-    for unit in renderer.trace.units.values():
-        for view in state.views.get(id(unit), []):
-            pages.append(view.page)
-            nav.append({f"{unit.display} {view.label}".strip(): renderer.prefix + view.path})
-    return pages, nav
-
-
 # -- kernel stack traces ----------------------------------------------------------------------
 def _kernel_trace_page(
     renderer: ReportRenderer,
@@ -303,19 +291,6 @@ def _kernel_trace_page(
         provenance=[{"label": v.label or "provenance", "href": _rel(path, v.path)} for v in views],
     )
     return Page(path, md, title), len(merged)
-
-
-def kernel_trace_pages(renderer: ReportRenderer) -> tuple[list[Page], list[Any]]:
-    """One readable kernel-stack-trace page per compile id that logged them, with nav entries."""
-    state = _state(renderer)
-    pages: list[Page] = []
-    nav: list[Any] = []
-    for unit in renderer.trace.units.values():
-        entry = state.kernel_pages.get(id(unit))
-        if entry is not None:
-            pages.append(entry[0])
-            nav.append({f"{unit.display} kernel stack traces": renderer.prefix + entry[0].path})
-    return pages, nav
 
 
 def provenance_index(renderer: ReportRenderer) -> Page | None:

@@ -48,11 +48,6 @@ class _JsonArray:
         self.stream.write(json.dumps(value, ensure_ascii=False))
         self.count += 1
 
-    def add_raw(self, text: str) -> None:
-        self.stream.write("\n  " if self.count == 0 else ",\n  ")
-        self.stream.write(text)
-        self.count += 1
-
     def __exit__(self, *exc: object) -> None:
         self.stream.write("\n]\n" if self.count else "]\n")
 
