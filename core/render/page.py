@@ -126,7 +126,7 @@ class SiteTree:
 
     With a ``sink``, each page goes to it as soon as it is rendered instead of into
     ``pages``: a site build parks each page's Markdown on disk at once (held together, the
-    pages of a 128 MB trace were 2.1 MB of objects, and they grow with the trace).
+    pages would grow with the trace).
     """
 
     pages: list[Page] = field(default_factory=list)
