@@ -69,6 +69,7 @@ def _write(
 ) -> list[str]:
     docs = root / DOCS
     tree = render_tree(trace)
+    trace.store.flush()  # the pages' HTML and code blocks are read back from the store's pack
     written = []
     for page in tree.pages:
         dest = docs / page.path

@@ -4,6 +4,9 @@ The parts of a compile page that are tables (its summary, its compile-time phase
 from templates, put in after Python-Markdown has converted the rest (issue #19: Markdown was
 the largest cost of a recompile storm's pages). What a reader sees must not change, and the
 Markdown tree (``tlsite markdown`` built by plain ``mkdocs build``) must stay the same report.
+(When the change landed, every page's visible text was also compared with the build before it
+on three traces; a test pinned to that revision fails on every later change to any page, so
+the lasting check is the Markdown tree's.)
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ from pathlib import Path
 import pytest
 from corpus import FIXTURE_TRACES, PROJECT_ROOT, TORCH_213, TRAINING_TRACE_GLOB
 
-#: The revision before the compile pages' tables became HTML (main when #19's page work began).
-BASE_REVISION = "cd7cd72"
 TIMEOUT_S = 600
 
 TRACES = [
@@ -122,53 +123,19 @@ def pages(site: Path) -> dict[str, Path]:
     }
 
 
-@pytest.fixture(scope="module")
-def base_package(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project at :data:`BASE_REVISION`, as a folder to put on ``PYTHONPATH``."""
-    known = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "cat-file", "-e", f"{BASE_REVISION}^{{commit}}"],
-        capture_output=True,
-    )
-    if known.returncode != 0:
-        pytest.skip(f"the base revision {BASE_REVISION} is not in this repository")
-    root = tmp_path_factory.mktemp("base")
-    (root / "tlsite").mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "archive", BASE_REVISION],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(root / "tlsite")], input=archive, check=True)
-    return root
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.parent.name + "/" + p.stem[:20])
-def test_every_page_shows_what_it_showed_before(
-    trace: Path, base_package: Path, tmp_path: Path
+def test_the_markdown_tree_built_by_plain_mkdocs_shows_the_same_pages(
+    trace: Path, tmp_path: Path
 ) -> None:
     if not trace.is_file():
         pytest.skip(f"{trace} is not here")
-    before = pages(build(trace, tmp_path / "before", base_package))
-    after = pages(build(trace, tmp_path / "after", PROJECT_ROOT.parent))
-    assert sorted(after) == sorted(before)
-    compile_pages = [name for name in after if re.match(r"-_\d", name)]
-    assert compile_pages, "the trace has compile pages"
-    changed = [name for name in sorted(after) if visible(after[name]) != visible(before[name])]
-    assert changed == []
-    summary = after[compile_pages[0]].read_text(encoding="utf-8")
-    assert '<th scope="row">First logged at</th>' in summary  # the table is there, as HTML
-
-
-@pytest.mark.slow
-def test_the_markdown_tree_built_by_plain_mkdocs_shows_the_same_pages(tmp_path: Path) -> None:
-    trace = FIXTURE_TRACES / "recompiles" / "recompiles.log"
     site = pages(build(trace, tmp_path / "site", PROJECT_ROOT.parent))
     markdown = tmp_path / "md"
     run("tlsite", "markdown", str(trace), "-o", str(markdown), "--quiet",
         pythonpath=PROJECT_ROOT.parent, cwd=tmp_path)  # fmt: skip
-    unit = (markdown / "docs" / "-_0_1_0" / "index.md").read_text(encoding="utf-8")
-    assert "tlsite-html" not in unit and '<th scope="row">Status</th>' in unit
+    unit = next((markdown / "docs").glob("-_0_*/index.md")).read_text(encoding="utf-8")
+    assert "tlsite-html" not in unit and '<th scope="row">First logged at</th>' in unit
     run("mkdocs", "build", "-f", str(markdown / "mkdocs.yml"),
         pythonpath=PROJECT_ROOT.parent, cwd=tmp_path)  # fmt: skip
     plain = pages(markdown / "site")
