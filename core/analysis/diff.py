@@ -26,13 +26,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ..model import Artifact, CompileUnit, Trace
-from .compile_time import CompileTime, compile_times
+from .compile_time import CompileTime
 from .config import RunConfig
+from .exports import export_calls, export_of
 from .fx_diff import GraphDiff, code_diff, graph_diff, normalise
 from .status import LABELS, statuses
 from .views import Failure, FrameCompiles, GraphBreak, frames, guard_lines
 
 SCHEMA = "tlsite.diff/1"
+#: What the report calls an export call's "frame" (it has no function of its own).
+EXPORT = "torch.export"
 #: Compile-time changes smaller than this share of the time, or than MIN_SECONDS, are noise:
 #: two runs of one program differ by that much.
 NOISE_SHARE = 0.10
@@ -165,7 +168,10 @@ class Frame:
 
     @property
     def label(self) -> str:
-        return f"{function_identity(self.function)} ({base_name(self.file) or '?'})"
+        where = base_name(self.file) or "?"
+        if self.function == EXPORT and self.first_line is not None:
+            where += f":{self.first_line}"  # the call site: one file makes several calls
+        return f"{function_identity(self.function)} ({where})"
 
     @property
     def timed(self) -> bool:
@@ -174,11 +180,23 @@ class Frame:
 
 
 def _frames(trace: Trace) -> list[Frame]:
-    status = statuses(trace)
-    times: dict[int, CompileTime] = {id(t.unit): t for t in compile_times(trace)}
+    """The frames as the report shows them: its compile times (export calls and AOTInductor
+    builds their own rows) and an export call's "frame" named ``torch.export`` at its call."""
+    calls = export_calls(trace)
+    status = statuses(trace, calls)
+    call_of = export_of(calls)
+    times: dict[int, list[CompileTime]] = {}
+    for time in trace.compile_times:
+        times.setdefault(id(time.unit), []).append(time)
     result = []
     for group in frames(trace):
-        result.append(_frame(trace, group, status, times))
+        frame = _frame(trace, group, status, times)
+        call = next((call_of[id(u)] for u in group.units if id(u) in call_of), None)
+        if frame.function == "?" and call is not None:
+            frame.function = EXPORT
+            if call.call_site is not None:
+                frame.file, frame.first_line = call.call_site.filename, call.call_site.line
+        result.append(frame)
     return result
 
 
@@ -186,7 +204,7 @@ def _frame(
     trace: Trace,
     group: FrameCompiles,
     status: dict[str, str],
-    times: dict[int, CompileTime],
+    times: dict[int, list[CompileTime]],
 ) -> Frame:
     by_compile: dict[Any, list[CompileUnit]] = {}
     for unit in group.units:
@@ -194,7 +212,7 @@ def _frame(
         by_compile.setdefault(unit.id.frame_compile_id, []).append(unit)
     compiles = []
     for units in by_compile.values():
-        mine = [times[id(u)] for u in units if id(u) in times]
+        mine = [t for u in units for t in times.get(id(u), [])]
         compiles.append(
             Compile(
                 trace,
