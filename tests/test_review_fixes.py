@@ -3,6 +3,7 @@ traces (``tests/fixtures/traces``)."""
 
 from __future__ import annotations
 
+import gzip
 import struct
 import zipfile
 import zlib
@@ -13,7 +14,7 @@ from corpus import FIXTURE_TRACES
 
 from tlsite.cli import main
 from tlsite.core import load
-from tlsite.core.analysis.diff import diff_traces
+from tlsite.core.analysis.diff import diff_traces, failed_checks
 from tlsite.core.render.diff_pages import render_summary
 from tlsite.core.source import resolve_input
 
@@ -79,3 +80,50 @@ def test_diff_names_export_calls_torch_export_at_their_call_site() -> None:
     assert labels and all(label.startswith("torch.export (export_dtrace.py:") for label in labels)
     assert len(set(labels)) == len(labels)  # each call at its own line
     assert "?" not in "".join(labels)
+
+
+# -- a side that stops short makes the comparison incomplete, not better -----------------------
+GRAPH_BREAKS = FIXTURE_TRACES / "graph_breaks" / "graph_breaks.log"
+
+
+def _cut(tmp_path: Path, lines: int) -> Path:
+    """The graph-breaks log as a killed run leaves it: its first ``lines`` lines."""
+    cut = tmp_path / "killed.log"
+    with GRAPH_BREAKS.open("rb") as whole:
+        cut.write_bytes(b"".join(line for _, line in zip(range(lines), whole, strict=False)))
+    return cut
+
+
+def test_diff_against_a_killed_run_is_incomplete_not_better(tmp_path: Path, capsys) -> None:
+    cut = _cut(tmp_path, 1000)  # the log ends inside [1/0]'s restarted attempt
+    diff = diff_traces(load(GRAPH_BREAKS), load(cut))
+    assert diff.verdict == "incomplete"
+    (where,) = diff.incomplete
+    assert where.startswith("AFTER breaks off") and "line 1,000 of killed.log" in where
+    assert "[1/0]" in where
+    assert diff.improvements == []  # no "graph break fixed", "-58%", "no longer compiled"
+    assert "The comparison is incomplete" in render_summary(diff)
+    swapped = diff_traces(load(cut), load(GRAPH_BREAKS))
+    assert swapped.verdict == "incomplete" and swapped.regressions == []
+    assert swapped.incomplete[0].startswith("BEFORE breaks off")
+    code, _ = _diff_site(tmp_path, GRAPH_BREAKS, cut, "--fail-on", "graph-breaks,failures")
+    err = capsys.readouterr().err
+    assert code == 4
+    assert (
+        "--fail-on graph-breaks,failures: cannot tell, the comparison is incomplete: AFTER" in err
+    )
+
+
+def test_diff_against_a_cut_gzip_is_incomplete_at_its_line(tmp_path: Path) -> None:
+    packed = gzip.compress(GRAPH_BREAKS.read_bytes())
+    cut = tmp_path / "graph_breaks.log.gz"
+    cut.write_bytes(packed[: len(packed) // 2])  # a download cut half way
+    after = load(cut)
+    (line,) = after.stats.lines_by_reason["input_cut"]
+    diff = diff_traces(load(GRAPH_BREAKS), after)
+    assert diff.verdict == "incomplete" and diff.improvements == []
+    assert diff.incomplete == [
+        f"AFTER breaks off (its input breaks off at line {line:,} of graph_breaks.log.gz)"
+    ]
+    assert failed_checks(diff, {"graph-breaks": 0.0})
+    assert not failed_checks(diff_traces(load(GRAPH_BREAKS), load(GRAPH_BREAKS)), {"failures": 0})

@@ -143,9 +143,11 @@ def _is_export_unit(unit: CompileUnit) -> bool:
             return True
     if any(a.name in _OUTCOME_ARTIFACTS for a in unit.artifacts):
         return True
-    if _framed(unit) and not unit.compilation_metrics and len(unit.describes):
+    restart = unit.id is not None and unit.id.attempt
+    if _framed(unit) and not unit.compilation_metrics and len(unit.describes) and not restart:
         # torch 2.15 gives each torch.export call a compile id with no dynamo_start: a
-        # non-strict export of static shapes logs only its fake tensors' descriptions
+        # non-strict export of static shapes logs only its fake tensors' descriptions (a
+        # restarted attempt logs no dynamo_start either: a log cut inside it has no metrics)
         return True
     return any(
         e.type in (EXPORT_START, EXPORTED_PROGRAM)
