@@ -4,17 +4,22 @@ traces (``tests/fixtures/traces``)."""
 from __future__ import annotations
 
 import gzip
+import html
+import re
 import struct
 import zipfile
 import zlib
 from pathlib import Path
 
+import py7zr
 import pytest
 from corpus import FIXTURE_TRACES
 
 from tlsite.cli import main
 from tlsite.core import load
 from tlsite.core.analysis.diff import diff_traces, failed_checks
+from tlsite.core.analysis.interrupted import interrupted
+from tlsite.core.analysis.status import statuses
 from tlsite.core.render.diff_pages import render_summary
 from tlsite.core.source import resolve_input
 
@@ -123,7 +128,45 @@ def test_diff_against_a_cut_gzip_is_incomplete_at_its_line(tmp_path: Path) -> No
     diff = diff_traces(load(GRAPH_BREAKS), after)
     assert diff.verdict == "incomplete" and diff.improvements == []
     assert diff.incomplete == [
-        f"AFTER breaks off (its input breaks off at line {line:,} of graph_breaks.log.gz)"
+        f"AFTER breaks off (the input breaks off at line {line:,} of graph_breaks.log.gz)"
     ]
     assert failed_checks(diff, {"graph-breaks": 0.0})
     assert not failed_checks(diff_traces(load(GRAPH_BREAKS), load(GRAPH_BREAKS)), {"failures": 0})
+
+
+# -- a damaged input is said as such, not as a process that died -------------------------------
+def _damaged_7z(tmp_path: Path, where: float) -> Path:
+    """The graph-breaks log in a .7z with one byte of its compressed data changed ``where``
+    through: the decoder yields garbage for a while, then stops."""
+    archive = tmp_path / "graph_breaks.7z"
+    with py7zr.SevenZipFile(archive, "w") as sz:
+        sz.write(GRAPH_BREAKS, GRAPH_BREAKS.name)
+    data = bytearray(archive.read_bytes())
+    data[int(len(data) * where)] ^= 0x10
+    archive.write_bytes(bytes(data))
+    return archive
+
+
+def _text(page: Path) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page.read_text())))
+
+
+@pytest.mark.parametrize("where", [0.5, 0.7])
+def test_damaged_7z_is_said_as_a_break_of_the_input_not_a_death(
+    tmp_path: Path, where: float
+) -> None:
+    archive = _damaged_7z(tmp_path, where)
+    trace = load(archive)
+    stats = trace.stats
+    assert stats.break_line and stats.garbage_from and stats.garbage_from < stats.break_line
+    cuts = interrupted(trace, statuses(trace))
+    assert cuts and all(c.unit.first_line < stats.garbage_from for c in cuts)
+    out = tmp_path / "site"
+    args = ["build", str(archive), "-o", str(out), "--no-browser", "--bundle", "none", "--quiet"]
+    assert main(args) == 0
+    overview = _text(out / "index.html")
+    said = f"the input breaks off at line {stats.break_line:,} of graph_breaks.7z:graph_breaks.log"
+    assert f"lines skipped , {said}" in overview or f"nothing skipped, {said}" in overview
+    (line,) = [s for s in overview.split("Interrupted: the log ends inside")[1:2]]
+    assert said in line and "this does not show that the process died" in line
+    assert "most likely died" not in overview and "before the last record" not in overview

@@ -898,15 +898,8 @@ def _breaks_off(trace: Trace, frames_: list[Frame]) -> tuple[str, int | None]:
     or its run did (a compile still open at the log's end: the process was killed).
     """
     stats = trace.stats
-    for reason, what in (("input_cut", "breaks off at"), ("input_damaged", "is damaged from")):
-        lines = stats.lines_by_reason.get(reason)
-        if stats.findings[reason] and lines:
-            line = min(lines)
-            name, local = stats.source, line
-            for part in stats.parts:
-                if part.first_line <= line <= part.last_line:
-                    name, local = part.name, line - part.first_line + 1
-            return f"its input {what} line {local:,} of {name}", line - 1
+    if stats.garbage_from is not None:
+        return stats.break_text(), stats.garbage_from - 1
     open_ = [c.display for f in frames_ for c in f.compiles if c.status == INTERRUPTED]
     if open_:
         running = ", ".join(open_[:3])
