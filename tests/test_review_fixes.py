@@ -107,7 +107,10 @@ def test_diff_against_a_killed_run_is_incomplete_not_better(tmp_path: Path, caps
     assert where.startswith("AFTER breaks off") and "line 1,000 of killed.log" in where
     assert "[1/0]" in where
     assert diff.improvements == []  # no "graph break fixed", "-58%", "no longer compiled"
-    assert "The comparison is incomplete" in render_summary(diff)
+    summary = render_summary(diff)
+    assert "The comparison is incomplete" in summary
+    assert "### Only before (2)" in summary and "### Fixed" not in summary
+    assert "| [2 only before, 0 new, 1 unchanged](#graph-breaks) |" in summary
     swapped = diff_traces(load(cut), load(GRAPH_BREAKS))
     assert swapped.verdict == "incomplete" and swapped.regressions == []
     assert swapped.incomplete[0].startswith("BEFORE breaks off")
