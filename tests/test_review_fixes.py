@@ -78,6 +78,16 @@ def test_diff_compile_time_of_an_aoti_build_is_the_reports() -> None:
     assert "| Cache (hit / miss / bypass) | no cache events | no cache events | same |" in summary
 
 
+@pytest.mark.parametrize("version", ["torch-2.10", "torch-2.15"])
+def test_diff_compile_time_counts_an_aoti_build_of_no_frame(version: str) -> None:
+    # torch 2.10+ logs the AOTInductor build's metrics under no compile id: no frame holds it
+    trace = load(FIXTURE_TRACES / version / "aoti.log")
+    report_seconds = sum(t.total for t in trace.compile_times)
+    assert report_seconds > 10
+    diff = diff_traces(trace, load(FIXTURE_TRACES / version / "aoti.log"))
+    assert diff.before.seconds == pytest.approx(report_seconds)
+
+
 def test_diff_names_export_calls_torch_export_at_their_call_site() -> None:
     path = TORCH_215 / "export_dtrace.log"
     diff = diff_traces(load(path), load(path))

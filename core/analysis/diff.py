@@ -179,14 +179,14 @@ class Frame:
         return all(c.status not in ("missing", "interrupted") for c in self.compiles)
 
 
-def _frames(trace: Trace) -> list[Frame]:
+def _frames(trace: Trace, rows: list[CompileTime]) -> list[Frame]:
     """The frames as the report shows them: its compile times (export calls and AOTInductor
     builds their own rows) and an export call's "frame" named ``torch.export`` at its call."""
     calls = export_calls(trace)
     status = statuses(trace, calls)
     call_of = export_of(calls)
     times: dict[int, list[CompileTime]] = {}
-    for time in trace.compile_times:
+    for time in rows:
         times.setdefault(id(time.unit), []).append(time)
     result = []
     for group in frames(trace):
@@ -799,7 +799,8 @@ def _time_changed(before: float, after: float) -> bool:
 # -- the whole diff -----------------------------------------------------------------------------
 def diff_traces(before: Trace, after: Trace) -> TraceDiff:
     """Compare BEFORE with AFTER (each a loaded trace)."""
-    frames_before, frames_after = _frames(before), _frames(after)
+    times_before, times_after = before.compile_times, after.compile_times
+    frames_before, frames_after = _frames(before, times_before), _frames(after, times_after)
     matched = _match(
         frames_before, frames_after, [lambda f: f.identity], prefer=lambda f: f.source or None
     )
@@ -845,8 +846,8 @@ def diff_traces(before: Trace, after: Trace) -> TraceDiff:
         fail_keys,
     )
     diff = TraceDiff(
-        before=_side(before, frames_before, len(breaks_before), len(fails_before)),
-        after=_side(after, frames_after, len(breaks_after), len(fails_after)),
+        before=_side(before, frames_before, times_before, len(breaks_before), len(fails_before)),
+        after=_side(after, frames_after, times_after, len(breaks_after), len(fails_after)),
         frames=pairs,
         graph_breaks=breaks,
         failures=fails,
@@ -866,7 +867,15 @@ def _frame_order(frame: FramePair) -> tuple[Any, ...]:
     return (1, frame.before.compiles[0].unit.order if frame.before.compiles else 0)
 
 
-def _side(trace: Trace, frames_: list[Frame], graph_breaks: int, failures: int) -> SideFacts:
+def _side(
+    trace: Trace,
+    frames_: list[Frame],
+    times: list[CompileTime],
+    graph_breaks: int,
+    failures: int,
+) -> SideFacts:
+    """One side's facts; its compile time is the report's total (an AOTInductor build of no
+    frame counts too)."""
     cache: Counter[str] = Counter()
     for unit in trace.units.values():
         for artifact in unit.artifacts:
@@ -881,7 +890,7 @@ def _side(trace: Trace, frames_: list[Frame], graph_breaks: int, failures: int) 
         why_not_clean=trace.stats.why_not_clean() if not trace.stats.is_clean else "",
         compiles=sum(len(f.compiles) for f in frames_),
         frames=len(frames_),
-        seconds=sum(f.seconds for f in frames_),
+        seconds=sum(t.total for t in times),
         cache={k: cache[k] for k in ("hit", "miss", "bypass")},
         graph_breaks=graph_breaks,
         recompiles=sum(f.recompiles for f in frames_),
