@@ -206,6 +206,7 @@ def summary_text(outcome: DiffOutcome) -> str:
     """What the terminal says: the verdict, the findings worst first, where the site is."""
     diff = outcome.diff
     lines = [f"{diff.before.source} → {diff.after.source}: {diff.verdict}"]
+    lines += [f"  {where}: what it lacks is not counted" for where in diff.incomplete]
     lines += [f"  worse:  {f.text}" for f in diff.regressions[:10]]
     lines += [f"  better: {f.text}" for f in diff.improvements[:10]]
     hidden = max(0, len(diff.regressions) - 10) + max(0, len(diff.improvements) - 10)

@@ -876,17 +876,33 @@ def _choose(
 
 
 _PEEK_BYTES = 64 << 10  # enough for a log's first envelope and first interned string
+_PEEK_PIECE = 1 << 10
 
 
 def _peek(open_raw: Callable[[], BinaryIO]) -> bytes:
-    """A log's first bytes, gunzipped when it is gzip data; nothing when they cannot be read."""
+    """A log's first bytes, gunzipped when it is gzip data; what was read before damage.
+
+    Read in small pieces: a damaged member shorter than :data:`_PEEK_BYTES` fails its CRC
+    check on the read that reaches its end, and the bytes before that still name the log.
+    """
+    pieces: list[bytes] = []
     try:
         with open_raw() as raw:
-            data = raw.read(_PEEK_BYTES)
-        if data.startswith(b"\x1f\x8b"):
-            data = zlib.decompressobj(wbits=31).decompress(data, _PEEK_BYTES)
+            size = 0
+            while size < _PEEK_BYTES:
+                piece = raw.read(_PEEK_PIECE)
+                if not piece:
+                    break
+                pieces.append(piece)
+                size += len(piece)
     except (*_ZIP_ERRORS, InputError):
-        return b""
+        pass
+    data = b"".join(pieces)
+    if data.startswith(b"\x1f\x8b"):
+        try:
+            data = zlib.decompressobj(wbits=31).decompress(data, _PEEK_BYTES)
+        except zlib.error:
+            return b""
     return data
 
 

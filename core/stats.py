@@ -146,6 +146,39 @@ class ParseStats:
                 parts.append(f"{sample.detail} (it shows from line {sample.line:,} on)")
         return f"{self.source}: " + "; ".join(parts)
 
+    @property
+    def break_line(self) -> int | None:
+        """The first line where the input broke off or its damage shows (None: whole); lines
+        past it may be garbage read from damaged data."""
+        lines = [n for reason in INPUT_FINDINGS for n in self.lines_by_reason.get(reason, ())]
+        return min(lines) if lines else None
+
+    @property
+    def garbage_from(self) -> int | None:
+        """The first line that may be garbage when the input broke (None: whole): the break, or
+        the first unreadable line before it (damaged compressed data decodes to garbage for a
+        while before the decoder notices)."""
+        line = self.break_line
+        if line is None:
+            return None
+        reasons = (*SKIP_REASONS, "md5_mismatch")
+        firsts = [self.lines_by_reason[k][0] for k in reasons if self.lines_by_reason.get(k)]
+        return min([line, *firsts])
+
+    def break_text(self) -> str:
+        """Where the input breaks off, in words, at its file's own line ("" when whole):
+        ``the input breaks off at line 699 of trace.log.gz``."""
+        line = self.break_line
+        if line is None:
+            return ""
+        name, local = self.source, line
+        for part in self.parts:
+            if part.first_line <= line <= part.last_line:
+                name, local = part.name, line - part.first_line + 1
+        cut = line in self.lines_by_reason.get("input_cut", ())
+        what = "breaks off at" if cut else "is damaged from"
+        return f"the input {what} line {local:,} of {name}"
+
     def why_not_clean(self) -> str:
         """What ``--strict`` fails on, as a phrase (empty when :attr:`is_clean`)."""
         parts = []

@@ -26,13 +26,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ..model import Artifact, CompileUnit, Trace
-from .compile_time import CompileTime, compile_times
+from .compile_time import CompileTime
 from .config import RunConfig
+from .exports import export_calls, export_of
 from .fx_diff import GraphDiff, code_diff, graph_diff, normalise
-from .status import LABELS, statuses
+from .status import INTERRUPTED, LABELS, statuses
 from .views import Failure, FrameCompiles, GraphBreak, frames, guard_lines
 
 SCHEMA = "tlsite.diff/1"
+#: What the report calls an export call's "frame" (it has no function of its own).
+EXPORT = "torch.export"
 #: Compile-time changes smaller than this share of the time, or than MIN_SECONDS, are noise:
 #: two runs of one program differ by that much.
 NOISE_SHARE = 0.10
@@ -165,7 +168,10 @@ class Frame:
 
     @property
     def label(self) -> str:
-        return f"{function_identity(self.function)} ({base_name(self.file) or '?'})"
+        where = base_name(self.file) or "?"
+        if self.function == EXPORT and self.first_line is not None:
+            where += f":{self.first_line}"  # the call site: one file makes several calls
+        return f"{function_identity(self.function)} ({where})"
 
     @property
     def timed(self) -> bool:
@@ -173,12 +179,24 @@ class Frame:
         return all(c.status not in ("missing", "interrupted") for c in self.compiles)
 
 
-def _frames(trace: Trace) -> list[Frame]:
-    status = statuses(trace)
-    times: dict[int, CompileTime] = {id(t.unit): t for t in compile_times(trace)}
+def _frames(trace: Trace, rows: list[CompileTime]) -> list[Frame]:
+    """The frames as the report shows them: its compile times (export calls and AOTInductor
+    builds their own rows) and an export call's "frame" named ``torch.export`` at its call."""
+    calls = export_calls(trace)
+    status = statuses(trace, calls)
+    call_of = export_of(calls)
+    times: dict[int, list[CompileTime]] = {}
+    for time in rows:
+        times.setdefault(id(time.unit), []).append(time)
     result = []
     for group in frames(trace):
-        result.append(_frame(trace, group, status, times))
+        frame = _frame(trace, group, status, times)
+        call = next((call_of[id(u)] for u in group.units if id(u) in call_of), None)
+        if frame.function == "?" and call is not None:
+            frame.function = EXPORT
+            if call.call_site is not None:
+                frame.file, frame.first_line = call.call_site.filename, call.call_site.line
+        result.append(frame)
     return result
 
 
@@ -186,7 +204,7 @@ def _frame(
     trace: Trace,
     group: FrameCompiles,
     status: dict[str, str],
-    times: dict[int, CompileTime],
+    times: dict[int, list[CompileTime]],
 ) -> Frame:
     by_compile: dict[Any, list[CompileUnit]] = {}
     for unit in group.units:
@@ -194,12 +212,12 @@ def _frame(
         by_compile.setdefault(unit.id.frame_compile_id, []).append(unit)
     compiles = []
     for units in by_compile.values():
-        mine = [times[id(u)] for u in units if id(u) in times]
+        mine = [t for u in units for t in times.get(id(u), [])]
         compiles.append(
             Compile(
                 trace,
                 units,
-                status.get(units[0].display, "missing"),
+                _status(units, status),
                 sum(t.total for t in mine),
                 mine,
             )
@@ -222,6 +240,13 @@ def _frame(
         compiles=compiles,
         recompiles=len(group.recompiles),
     )
+
+
+def _status(units: list[CompileUnit], status: dict[str, str]) -> str:
+    """A compile's status: its first attempt's, or interrupted when the log ends in any."""
+    if any(status.get(u.display) == INTERRUPTED for u in units):
+        return INTERRUPTED
+    return status.get(units[0].display, "missing")
 
 
 # -- pairing ------------------------------------------------------------------------------------
@@ -620,6 +645,8 @@ class SideFacts:
     graph_breaks: int  # distinct
     recompiles: int
     failures: int
+    incomplete: str = ""  # where its input or run breaks off, in words ("" when whole)
+    trusted_to: int | None = None  # its lines after this one may be garbage (damaged data)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -637,6 +664,7 @@ class SideFacts:
             "graph_breaks": self.graph_breaks,
             "recompiles": self.recompiles,
             "failures": self.failures,
+            "incomplete": self.incomplete or None,
         }
 
 
@@ -687,15 +715,28 @@ class TraceDiff:
 
     @property
     def unchanged(self) -> bool:
-        """No regression, no improvement, no difference in torch, config or cache use."""
+        """No regression, no improvement, no difference in torch, config or cache use, and
+        neither side stops short."""
         same_setup = (
             self.before.torch_version == self.after.torch_version
             and self.before.cache == self.after.cache
         )
-        return not (self.regressions or self.improvements or self.config) and same_setup
+        changed = self.regressions or self.improvements or self.config or self.incomplete
+        return not changed and same_setup
+
+    @property
+    def incomplete(self) -> list[str]:
+        """Which side breaks off where, in words (empty when both are whole)."""
+        return [
+            f"{name} breaks off ({side.incomplete})"
+            for name, side in (("BEFORE", self.before), ("AFTER", self.after))
+            if side.incomplete
+        ]
 
     @property
     def verdict(self) -> str:
+        if self.incomplete:
+            return "incomplete"
         if self.unchanged:
             return "no change"
         if self.regressions and self.improvements:
@@ -711,6 +752,7 @@ class TraceDiff:
         return {
             "schema": SCHEMA,
             "verdict": self.verdict,
+            "incomplete": self.incomplete,
             "before": self.before.as_json(),
             "after": self.after.as_json(),
             "regressions": [f.as_json() for f in self.regressions],
@@ -757,7 +799,8 @@ def _time_changed(before: float, after: float) -> bool:
 # -- the whole diff -----------------------------------------------------------------------------
 def diff_traces(before: Trace, after: Trace) -> TraceDiff:
     """Compare BEFORE with AFTER (each a loaded trace)."""
-    frames_before, frames_after = _frames(before), _frames(after)
+    times_before, times_after = before.compile_times, after.compile_times
+    frames_before, frames_after = _frames(before, times_before), _frames(after, times_after)
     matched = _match(
         frames_before, frames_after, [lambda f: f.identity], prefer=lambda f: f.source or None
     )
@@ -803,8 +846,8 @@ def diff_traces(before: Trace, after: Trace) -> TraceDiff:
         fail_keys,
     )
     diff = TraceDiff(
-        before=_side(before, frames_before, len(breaks_before), len(fails_before)),
-        after=_side(after, frames_after, len(breaks_after), len(fails_after)),
+        before=_side(before, frames_before, times_before, len(breaks_before), len(fails_before)),
+        after=_side(after, frames_after, times_after, len(breaks_after), len(fails_after)),
         frames=pairs,
         graph_breaks=breaks,
         failures=fails,
@@ -824,12 +867,21 @@ def _frame_order(frame: FramePair) -> tuple[Any, ...]:
     return (1, frame.before.compiles[0].unit.order if frame.before.compiles else 0)
 
 
-def _side(trace: Trace, frames_: list[Frame], graph_breaks: int, failures: int) -> SideFacts:
+def _side(
+    trace: Trace,
+    frames_: list[Frame],
+    times: list[CompileTime],
+    graph_breaks: int,
+    failures: int,
+) -> SideFacts:
+    """One side's facts; its compile time is the report's total (an AOTInductor build of no
+    frame counts too)."""
     cache: Counter[str] = Counter()
     for unit in trace.units.values():
         for artifact in unit.artifacts:
             if artifact.cache is not None:
                 cache[artifact.cache] += 1
+    incomplete, trusted_to = _breaks_off(trace, frames_)
     return SideFacts(
         source=trace.source,
         torch_version=trace.torch_version,
@@ -838,12 +890,31 @@ def _side(trace: Trace, frames_: list[Frame], graph_breaks: int, failures: int) 
         why_not_clean=trace.stats.why_not_clean() if not trace.stats.is_clean else "",
         compiles=sum(len(f.compiles) for f in frames_),
         frames=len(frames_),
-        seconds=sum(f.seconds for f in frames_),
+        seconds=sum(t.total for t in times),
         cache={k: cache[k] for k in ("hit", "miss", "bypass")},
         graph_breaks=graph_breaks,
         recompiles=sum(f.recompiles for f in frames_),
         failures=failures,
+        incomplete=incomplete,
+        trusted_to=trusted_to,
     )
+
+
+def _breaks_off(trace: Trace, frames_: list[Frame]) -> tuple[str, int | None]:
+    """Where one side stops short, in words, and its last line to trust (None: all).
+
+    Its input broke off (a cut download, damaged compressed data: the parse stats say where),
+    or its run did (a compile still open at the log's end: the process was killed).
+    """
+    stats = trace.stats
+    if stats.garbage_from is not None:
+        return stats.break_text(), stats.garbage_from - 1
+    open_ = [c.display for f in frames_ for c in f.compiles if c.status == INTERRUPTED]
+    if open_:
+        running = ", ".join(open_[:3])
+        ends = f"line {stats.total_lines:,} of {stats.source}"
+        return f"its log ends at {ends} while {running} was compiling", None
+    return "", None
 
 
 def _config(trace: Trace) -> dict[str, Any]:
@@ -879,34 +950,52 @@ def _short(value: Any) -> Any:
 
 
 def _findings(diff: TraceDiff) -> tuple[list[Finding], list[Finding]]:
+    """Regressions and improvements, worst first.
+
+    A side that stops short (see :func:`_breaks_off`) lacks what came after its break: what
+    only the other side has, and a smaller figure on its side, may be that missing part. So
+    with a cut AFTER nothing it lacks counts as fixed, removed or faster, and with a cut
+    BEFORE nothing AFTER adds counts as new or slower; a damaged side's compiles first seen
+    past the damage (garbage read as records) count for nothing.
+    """
     worse: list[Finding] = []
     better: list[Finding] = []
+    cut_before, cut_after = bool(diff.before.incomplete), bool(diff.after.incomplete)
+
+    def add(finding: Finding, is_worse: bool) -> None:
+        # a finding is worse when AFTER has more (or BEFORE less): a cut BEFORE may explain it
+        if is_worse and not cut_before:
+            worse.append(finding)
+        elif not is_worse and not cut_after:
+            better.append(finding)
+
     for site in diff.failures.new:
-        worse.append(Finding("failure", f"new failure in {site.compile_id}: {site.summary}", 1))
+        add(Finding("failure", f"new failure in {site.compile_id}: {site.summary}", 1), True)
     for site in diff.failures.fixed:
-        better.append(
-            Finding("failure", f"failure fixed: {site.summary} (was {site.compile_id})", 1)
-        )
+        text = f"failure fixed: {site.summary} (was {site.compile_id})"
+        add(Finding("failure", text, 1), False)
     for site in diff.graph_breaks.new:
         text = f"new graph break: {site.reason} at {site.where} in {site.function or '?'}"
-        worse.append(Finding("graph_break", text, site.count))
+        add(Finding("graph_break", text, site.count), True)
     for site in diff.graph_breaks.fixed:
         text = f"graph break fixed: {site.reason} (was at {site.where})"
-        better.append(Finding("graph_break", text, site.count))
+        add(Finding("graph_break", text, site.count), False)
     for old, new in diff.graph_breaks.unchanged:
         if new.count != old.count:
             text = f"graph break {new.reason} at {new.where} hit {old.count} → {new.count} times"
-            (worse if new.count > old.count else better).append(
-                Finding("graph_break", text, abs(new.count - old.count))
-            )
+            add(Finding("graph_break", text, abs(new.count - old.count)), new.count > old.count)
     for frame in diff.frames:
+        if _unreliable(frame.before, diff.before) or _unreliable(frame.after, diff.after):
+            continue
         b, a = frame.recompiles
         if b is not None and a is not None and a != b:
             text = f"recompiles of {frame.label}: {b} → {a}"
-            (worse if a > b else better).append(Finding("recompiles", text, abs(a - b)))
+            add(Finding("recompiles", text, abs(a - b)), a > b)
         for pair in frame.compiles:
             if pair.status_changed:
                 assert pair.before and pair.after
+                if INTERRUPTED in (pair.before.status, pair.after.status):
+                    continue  # the break, said as the verdict, not a change of the code
                 text = (
                     f"{frame.label} {pair.label}: {LABELS[pair.before.status]} → "
                     f"{LABELS[pair.after.status]}"
@@ -921,21 +1010,29 @@ def _findings(diff: TraceDiff) -> tuple[list[Finding], list[Finding]]:
         timed = frame.before and frame.after and frame.before.timed and frame.after.timed
         if timed and sb is not None and sa is not None and _time_changed(sb, sa):
             text = f"compile time of {frame.label}: {sb:.2f} s → {sa:.2f} s"
-            (worse if sa > sb else better).append(Finding("compile_time", text, abs(sa - sb)))
+            add(Finding("compile_time", text, abs(sa - sb)), sa > sb)
         if frame.before is None:
-            worse.append(Finding("frame", f"new compiled frame: {frame.label}", 0))
+            add(Finding("frame", f"new compiled frame: {frame.label}", 0), True)
         elif frame.after is None:
-            better.append(Finding("frame", f"frame no longer compiled: {frame.label}", 0))
+            add(Finding("frame", f"frame no longer compiled: {frame.label}", 0), False)
     if diff.time_changed:
         share = diff.seconds_share
         percent = "" if share is None else f" ({100 * share:+.0f}%)"
         text = (
             f"total compile time {diff.before.seconds:.2f} s → {diff.after.seconds:.2f} s{percent}"
         )
-        (worse if diff.seconds_change > 0 else better).append(
-            Finding("compile_time", text, float("inf"))
-        )
+        add(Finding("compile_time", text, float("inf")), diff.seconds_change > 0)
     return _ordered(worse), _ordered(better)
+
+
+def _unreliable(frame: Frame | None, side: SideFacts) -> bool:
+    """Whether a frame of a side that stops short tells nothing: first seen past the damage
+    (garbage read as records), or running when its log ended, unnamed (its records cut)."""
+    if frame is None or not side.incomplete or not frame.compiles:
+        return False
+    if side.trusted_to is not None and frame.compiles[0].unit.first_line > side.trusted_to:
+        return True
+    return frame.function == "?" and all(c.status == INTERRUPTED for c in frame.compiles)
 
 
 def _ordered(findings: Iterable[Finding]) -> list[Finding]:
@@ -973,8 +1070,15 @@ def parse_fail_on(text: str) -> dict[str, float]:
 
 
 def failed_checks(diff: TraceDiff, checks: dict[str, float]) -> list[str]:
-    """The checks AFTER fails, each said in words (empty: it passes)."""
-    failed = []
+    """The checks AFTER fails, each said in words (empty: it passes).
+
+    A side that stops short fails every gate: what it lacks cannot be compared.
+    """
+    failed = [
+        f"{','.join(checks)}: cannot tell, the comparison is incomplete: {where}"
+        for where in diff.incomplete
+        if checks
+    ]
     if "graph-breaks" in checks:
         grown = [n for o, n in diff.graph_breaks.unchanged if n.count > o.count]
         if diff.graph_breaks.new or grown:

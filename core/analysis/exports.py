@@ -145,7 +145,8 @@ def _is_export_unit(unit: CompileUnit) -> bool:
         return True
     if _framed(unit) and _describes_only(unit):
         # torch 2.15 gives each torch.export call a compile id with no dynamo_start: a
-        # non-strict export of static shapes logs only its fake tensors' descriptions
+        # non-strict export of static shapes logs only its fake tensors' descriptions (a
+        # restarted attempt logs no dynamo_start either: a log cut inside it has no metrics)
         return True
     return any(
         e.type in (EXPORT_START, EXPORTED_PROGRAM)

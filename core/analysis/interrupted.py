@@ -1,5 +1,5 @@
 """Compiles cut off by the end of the log: the process died (killed, out of memory, a crash)
-while compiling.
+while compiling, or the input broke off there (a cut download, damaged compressed data).
 
 Torch logs each phase of a compile as a chromium begin/end pair (in a ``finally``: a compile
 that fails ends its phases too). A compile whose phases were still open when the log ended was
@@ -55,7 +55,8 @@ class Interrupted:
     unit: CompileUnit  # the attempt that was running
     phases: list[Phase]  # open at the end of the log, outermost first
     last_line: int  # the log's last line
-    last_time: str | None  # the glog time of the log's last record
+    last_time: str | None  # the glog time of the log's last record (None: not to be trusted)
+    input_break: str = ""  # where the input broke off, when it did: the process need not have died
 
     @property
     def phase(self) -> Phase:
@@ -88,10 +89,13 @@ def interrupted(trace: Trace, statuses: dict[str, str]) -> list[Interrupted]:
     """The compiles ``statuses`` calls interrupted, each with where the log left it, the
     last one to begin first."""
     found = []
+    input_break = trace.stats.break_text()
+    # past damaged data the last record may be garbage: its time says nothing
+    last_time = None if input_break else trace.last_time
     for unit in trace.units.values():
         if unit.id is not None and statuses.get(unit.display) == INTERRUPTED:
             phases = trace.open_phases[unit.id.frame_key()]
-            found.append(Interrupted(unit, phases, trace.stats.total_lines, trace.last_time))
+            found.append(Interrupted(unit, phases, trace.stats.total_lines, last_time, input_break))
     return sorted(found, key=lambda cut: cut.phase.line, reverse=True)
 
 

@@ -66,7 +66,7 @@ def statuses(trace: Trace, calls: list[ExportCall] | None = None) -> dict[str, s
         bucket.extend(
             _status_fields(m.meta) for m in unit.metrics if m.type == "compilation_metrics"
         )
-        if key in trace.open_phases:
+        if key in trace.open_phases and not _past_break(trace, unit):
             last = running.get(key)
             if last is None or _attempt(unit) >= _attempt(last):
                 running[key] = unit
@@ -113,3 +113,10 @@ def _attempt(unit: CompileUnit) -> int:
 
 def _compile_key(unit: CompileUnit) -> object:
     return unit.id.frame_key() if unit.id is not None else None
+
+
+def _past_break(trace: Trace, unit: CompileUnit) -> bool:
+    """Whether a compile id was first seen past where the input broke off or its damage shows:
+    garbage read from damaged data, not a compile the end of the log cut off."""
+    line = trace.stats.garbage_from
+    return line is not None and unit.first_line >= line
