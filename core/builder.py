@@ -14,7 +14,16 @@ from typing import Any, TextIO
 from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
-from .model import BODY_PAGE, Artifact, CompileUnit, DescribeRef, Phase, Trace
+from .model import (
+    BODY_PAGE,
+    Artifact,
+    ArtifactList,
+    ArtifactSpill,
+    CompileUnit,
+    DescribeRef,
+    Phase,
+    Trace,
+)
 from .records import CONTEXT_KEYS, Record, RecordReader, dumps_finite, is_finite_number
 from .registry import RecordContext, handler_for
 from .stats import ParseStats
@@ -55,6 +64,7 @@ class TraceBuilder:
         self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
         self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115
         self._describe_size = 0
+        self.trace.artifact_spill = ArtifactSpill(self.trace.artifacts_path)
         self._json_strings: dict[str, str] = {}
         self.reader_strings = self.trace.strings
         #: copy logged JSON text instead of decoding and encoding it (tests turn this off to
@@ -85,7 +95,12 @@ class TraceBuilder:
         key = None if record.compile_id is None else record.compile_id.directory_key()
         unit = self.trace.units.get(key)
         if unit is None:
-            unit = CompileUnit(id=key, order=len(self.trace.units), first_line=record.line)
+            unit = CompileUnit(
+                id=key,
+                order=len(self.trace.units),
+                first_line=record.line,
+                artifacts=ArtifactList(self.trace.artifact_spill),
+            )
             self.trace.units[key] = unit
         return unit
 
@@ -205,6 +220,7 @@ class TraceBuilder:
             artifact = unit.artifacts[index]
             if artifact.graph_role is None:
                 artifact.graph_role = role
+                unit.artifacts[index] = artifact  # one read back from the spill is a copy
 
     def add_chromium_json(self, text: str) -> None:
         """Spill one chromium event given as one line of JSON text."""

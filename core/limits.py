@@ -17,6 +17,10 @@ from typing import Generic, TypeVar
 #: and in all; the rest are counted with their first and last line (``CompileUnit.unlisted``).
 RECORDS_PER_KIND = 5_000
 RECORDS_PER_TRACE = 200_000
+#: Artifacts kept as objects per compile, and in all; the rest wait on disk as compact records
+#: (``model.ArtifactList``) and are read back one at a time by whatever lists every artifact.
+ARTIFACTS_PER_COMPILE = 5_000
+ARTIFACTS_PER_TRACE = 20_000
 #: Items a page shows with a heading each (artifacts, graph breaks, failures, frames, ...).
 SECTIONS = 500
 #: Rows of one table, or items of one bullet list.

@@ -247,10 +247,11 @@ class CompatWriter:
         self.written.append("chromium_events.json")
 
     def _write_compile_directory(self) -> None:
-        """``compile_directory.json``, one compile id at a time.
+        """``compile_directory.json``, one artifact at a time.
 
         The text ``json.dumps(directory, indent=2, sort_keys=True)`` gives (tlparse's layout),
-        without holding the whole directory: a dict per artifact, tens of MB for a 1 GB trace.
+        without holding the whole directory, or one compile's part of it: a dict per artifact,
+        tens of MB for a 1 GB trace or a compile of 100,000 artifacts.
         """
         units: dict[str, list[CompileUnit]] = {}
         for unit in self.trace.units.values():
@@ -258,11 +259,16 @@ class CompatWriter:
         with open(self.out / "compile_directory.json", "w", encoding="utf-8") as dest:
             dest.write("{" if units else "{}")
             for index, key in enumerate(sorted(units)):
-                entry = {"artifacts": [e for u in units[key] for e in _directory_entries(u)]}
-                value = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False)
-                nested = value.replace("\n", "\n  ")  # one level deeper: two more spaces
-                separator = ",\n  " if index else "\n  "
-                dest.write(f"{separator}{json.dumps(key, ensure_ascii=False)}: {nested}")
+                dest.write(",\n  " if index else "\n  ")
+                dest.write(f'{json.dumps(key, ensure_ascii=False)}: {{\n    "artifacts": [')
+                count = 0
+                for unit in units[key]:
+                    for entry in _directory_entries(unit):  # one at a time: a compile may
+                        value = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False)
+                        dest.write(",\n      " if count else "\n      ")  # have 100,000s
+                        dest.write(value.replace("\n", "\n      "))
+                        count += 1
+                dest.write("\n    ]\n  }" if count else "]\n  }")
             dest.write("\n}\n" if units else "\n")
         self.written.append("compile_directory.json")
 
