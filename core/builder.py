@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
+from .limits import OTHER_KEYS, count_name
 from .model import (
     BODY_PAGE,
     Artifact,
@@ -127,7 +128,7 @@ class TraceBuilder:
         stats = self.trace.stats
         for key in record.envelope:
             if key not in CONTEXT_KEYS and key != record.event_type:
-                stats.unknown_keys[key] += 1
+                count_name(stats.unknown_keys, key, OTHER_KEYS)
         self.trace.last_time = record.header.time
         unit = self.unit_for(record)
         if record.compile_id == unit.id:

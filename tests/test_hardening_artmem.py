@@ -12,14 +12,16 @@ from __future__ import annotations
 import filecmp
 import gc
 import hashlib
+import html
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
+from tlsite.core import limits, model
 from tlsite.core import load as load_path
-from tlsite.core import model
 from tlsite.core.builder import build_trace
 from tlsite.core.model import Artifact, Trace
 from tlsite.core.render.compat import CompatWriter
@@ -150,3 +152,28 @@ def test_real_traces_write_the_same_files_when_their_artifacts_spill(
     finally:
         kept.close()
         spilled.close()
+
+
+def test_made_up_event_types_are_counted_by_name_up_to_a_cap(monkeypatch: pytest.MonkeyPatch):
+    """Each distinct unknown event type (and unknown top-level key) added a name to Parse
+    health's counts and to its compile's: past the cap the rest are counted together, and
+    Parse health says how many records they were."""
+    monkeypatch.setattr(limits, "NAMES", 50)
+    count = 400
+    lines = [f'{HEAD}{{"made_up_{i}": {{}}, "extra_{i}": 1, {IDS}}}\n' for i in range(count)]
+    trace = build_trace(["".join(lines).encode()], "types.log")
+    try:
+        stats = trace.stats
+        assert len(stats.unknown_events) == 51 and len(stats.unknown_keys) == 51
+        assert sum(stats.unknown_events.values()) == count
+        assert stats.unknown_events[limits.OTHER_TYPES] == count - 50
+        assert stats.unknown_keys[limits.OTHER_KEYS] == count - 50
+        (unit,) = trace.units.values()
+        assert len(unit.kept) <= 51 and sum(unit.kept.values()) == count
+        markdown = ReportRenderer(trace).health_page().standalone_markdown()
+        page = html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"\\(.)", r"\1", markdown)))
+        assert "made_up_0 × 1, " in page
+        assert f"{limits.OTHER_TYPES} × {count - 50}" in page
+        assert f"{limits.OTHER_KEYS} × {count - 50}" in page
+    finally:
+        trace.close()
