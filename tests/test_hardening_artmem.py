@@ -23,6 +23,7 @@ import pytest
 from tlsite.core import limits, model
 from tlsite.core import load as load_path
 from tlsite.core.builder import build_trace
+from tlsite.core.limits import SECTIONS
 from tlsite.core.model import Artifact, Trace
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import ReportRenderer
@@ -175,5 +176,21 @@ def test_made_up_event_types_are_counted_by_name_up_to_a_cap(monkeypatch: pytest
         assert "made_up_0 × 1, " in page
         assert f"{limits.OTHER_TYPES} × {count - 50}" in page
         assert f"{limits.OTHER_KEYS} × {count - 50}" in page
+    finally:
+        trace.close()
+
+
+def test_the_compile_ids_page_lists_a_bounded_number_of_artifacts_per_compile():
+    """The compile-ids page (tlparse's index) listed every artifact of every compile: for a
+    compile of 100,000s of artifacts, a row and a dict each. It lists the first ones and says
+    how many more there are and where."""
+    count = SECTIONS + 1_234
+    trace = build_trace(["".join(artifact_lines(count)).encode()], "artifacts.log")
+    try:
+        page = ReportRenderer(trace).compile_ids_page()
+        table = "".join(block.html() for block in page.blocks.values())
+        assert table.count("<li>") == SECTIONS
+        assert "1,234 more artifacts: <a href=" in table
+        assert f"#artifact-{SECTIONS - 1}" in table and f'#artifact-{SECTIONS}"' not in table
     finally:
         trace.close()
