@@ -126,6 +126,8 @@ class Artifact:
 #: builder still labels the artifacts of the record it is reading, and of the inductor
 #: compile that just ended.
 RECENT_ARTIFACTS = 256
+#: Bytes of spilled artifact records read at once when a list is iterated.
+SPILL_READ = 1 << 20
 
 
 def _artifact_record(artifact: Artifact) -> bytes:
@@ -155,7 +157,7 @@ def _artifact_record(artifact: Artifact) -> bytes:
     )
 
 
-def _artifact_from(data: bytes) -> Artifact:
+def _artifact_from(data: bytes | memoryview) -> Artifact:
     (number, kind, name, path, line, cid, ref, encoding, body, url, readable, listed, raw,
      metadata, role) = marshal.loads(data)  # fmt: skip
     return Artifact(
@@ -206,14 +208,16 @@ class ArtifactSpill:
         self._dirty = True
         return offset, len(data)
 
-    def read(self, offset: int, size: int) -> Artifact:
+    def read_bytes(self, offset: int, size: int) -> bytes:
         if self._dirty and self._writer is not None:
             self._writer.flush()
             self._dirty = False
         if self._reader is None:
-            self._reader = open(self.path, "rb")  # noqa: SIM115
-        self._reader.seek(offset)
-        return _artifact_from(self._reader.read(size))
+            self._reader = open(self.path, "rb", buffering=0)  # noqa: SIM115
+        return os.pread(self._reader.fileno(), size, offset)
+
+    def read(self, offset: int, size: int) -> Artifact:
+        return _artifact_from(self.read_bytes(offset, size))
 
     def filling(self, artifacts: ArtifactList) -> None:
         """``artifacts`` gets the next artifact: the list that got the last one spills the
@@ -301,9 +305,30 @@ class ArtifactList(Sequence[Artifact]):
 
     def __iter__(self) -> Iterator[Artifact]:
         yield from self._head
-        for index in range(len(self._offsets)):
-            yield self._read(index)
+        yield from self._read_spilled()
         yield from self._tail
+
+    def _read_spilled(self) -> Iterator[Artifact]:
+        """The spilled artifacts in order, each run of adjacent records read in one go (a
+        read per record was a system call each, for every page that lists them)."""
+        offsets, sizes, index = self._offsets, self._sizes, 0
+        while index < len(offsets):
+            start = offsets[index]
+            if start < 0:
+                yield self._read(index)
+                index += 1
+                continue
+            end, stop = index, start
+            while end < len(offsets) and offsets[end] == stop and stop - start < SPILL_READ:
+                stop += sizes[end]
+                end += 1
+            assert self._spill is not None
+            data = memoryview(self._spill.read_bytes(start, stop - start))
+            position = 0
+            for size in sizes[index:end]:
+                yield _artifact_from(data[position : position + size])
+                position += size
+            index = end
 
     @overload
     def __getitem__(self, index: int) -> Artifact: ...
