@@ -14,7 +14,17 @@ from typing import Any, TextIO
 from . import handlers
 from .compile_id import CompileId
 from .frames import InternTable, read_stack
-from .model import BODY_PAGE, Artifact, CompileUnit, DescribeRef, Phase, Trace
+from .limits import OTHER_KEYS, count_name
+from .model import (
+    BODY_PAGE,
+    Artifact,
+    ArtifactList,
+    ArtifactSpill,
+    CompileUnit,
+    DescribeRef,
+    Phase,
+    Trace,
+)
 from .records import CONTEXT_KEYS, Record, RecordReader, dumps_finite, is_finite_number
 from .registry import RecordContext, handler_for
 from .stats import ParseStats
@@ -55,6 +65,7 @@ class TraceBuilder:
         self._chromium: TextIO = open(self.trace.chromium_path, "w", encoding="utf-8")  # noqa: SIM115
         self._describe = open(self.trace.describe_path, "wb")  # noqa: SIM115
         self._describe_size = 0
+        self.trace.artifact_spill = ArtifactSpill(self.trace.artifacts_path)
         self._json_strings: dict[str, str] = {}
         self.reader_strings = self.trace.strings
         #: copy logged JSON text instead of decoding and encoding it (tests turn this off to
@@ -85,7 +96,12 @@ class TraceBuilder:
         key = None if record.compile_id is None else record.compile_id.directory_key()
         unit = self.trace.units.get(key)
         if unit is None:
-            unit = CompileUnit(id=key, order=len(self.trace.units), first_line=record.line)
+            unit = CompileUnit(
+                id=key,
+                order=len(self.trace.units),
+                first_line=record.line,
+                artifacts=ArtifactList(self.trace.artifact_spill),
+            )
             self.trace.units[key] = unit
         return unit
 
@@ -112,7 +128,7 @@ class TraceBuilder:
         stats = self.trace.stats
         for key in record.envelope:
             if key not in CONTEXT_KEYS and key != record.event_type:
-                stats.unknown_keys[key] += 1
+                count_name(stats.unknown_keys, key, OTHER_KEYS)
         self.trace.last_time = record.header.time
         unit = self.unit_for(record)
         if record.compile_id == unit.id:
@@ -205,6 +221,7 @@ class TraceBuilder:
             artifact = unit.artifacts[index]
             if artifact.graph_role is None:
                 artifact.graph_role = role
+                unit.artifacts[index] = artifact  # one read back from the spill is a copy
 
     def add_chromium_json(self, text: str) -> None:
         """Spill one chromium event given as one line of JSON text."""

@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
+from .limits import OTHER_TYPES, count_name
 from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, StoredJson
 from .records import (
     MAX_JSON_DEPTH,
@@ -385,8 +386,8 @@ def exported_program(ctx: RecordContext) -> None:
 
 def generic_handler(ctx: RecordContext) -> None:
     """Unknown event types are kept, counted and shown generically, never dropped."""
-    ctx.trace.stats.unknown_events[ctx.record.event_type] += 1
-    ctx.find("unknown_event", ctx.record.event_type)
+    if count_name(ctx.trace.stats.unknown_events, ctx.record.event_type) != OTHER_TYPES:
+        ctx.find("unknown_event", ctx.record.event_type)
     ctx.keep_event()
 
 

@@ -9,6 +9,7 @@ there are and where they are. Real traces stay far below every cap.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -17,6 +18,15 @@ from typing import Generic, TypeVar
 #: and in all; the rest are counted with their first and last line (``CompileUnit.unlisted``).
 RECORDS_PER_KIND = 5_000
 RECORDS_PER_TRACE = 200_000
+#: Artifacts kept as objects per compile, and in all; the rest wait on disk as compact records
+#: (``model.ArtifactList``) and are read back one at a time by whatever lists every artifact.
+ARTIFACTS_PER_COMPILE = 5_000
+ARTIFACTS_PER_TRACE = 20_000
+#: Distinct event types (and unknown top-level keys) counted by name, in the trace and in each
+#: compile; records of further names are counted together under :data:`OTHER_TYPES`.
+NAMES = 1_000
+OTHER_TYPES = "(other event types)"
+OTHER_KEYS = "(other keys)"
 #: Items a page shows with a heading each (artifacts, graph breaks, failures, frames, ...).
 SECTIONS = 500
 #: Rows of one table, or items of one bullet list.
@@ -75,3 +85,12 @@ class Unlisted:
         if self.first_line == self.last_line:
             return f"line {self.first_line:,}"
         return f"lines {self.first_line:,}–{self.last_line:,}"
+
+
+def count_name(counter: Counter[str], name: str, other: str = OTHER_TYPES) -> str:
+    """Count ``name`` in ``counter``, or under ``other`` once it counts :data:`NAMES` names
+    (a trace of a million made-up event types grew memory by a name each); the key used."""
+    if name not in counter and len(counter) >= NAMES:
+        name = other
+    counter[name] += 1
+    return name

@@ -7,17 +7,19 @@ events. Payload text lives in a :class:`~tlsite.core.store.PayloadStore`, not in
 
 from __future__ import annotations
 
+import marshal
+import os
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, overload
 
 from .analysis import compile_time, exports, views
 from .compile_id import CompileId
 from .frames import Frame, InternTable
-from .limits import Unlisted
+from .limits import ARTIFACTS_PER_COMPILE, ARTIFACTS_PER_TRACE, Unlisted
 from .records import loads_bounded
 from .stats import ParseStats
 from .store import PayloadRef, PayloadStore
@@ -118,6 +120,253 @@ class Artifact:
         if self.kind == "dynamo_cpp_guards_str":
             return "text"
         return "python"
+
+
+#: Artifacts a :class:`ArtifactList` past its caps keeps in memory after the last one: the
+#: builder still labels the artifacts of the record it is reading, and of the inductor
+#: compile that just ended.
+RECENT_ARTIFACTS = 256
+#: Bytes of spilled artifact records read at once when a list is iterated.
+SPILL_READ = 1 << 20
+
+
+def _artifact_record(artifact: Artifact) -> bytes:
+    """An artifact as one compact record (raises ValueError for metadata marshal cannot keep)."""
+    cid = artifact.compile_id
+    ref = artifact.payload
+    return marshal.dumps(
+        (
+            artifact.number,
+            artifact.kind,
+            artifact.name,
+            artifact.path,
+            artifact.line,
+            None
+            if cid is None
+            else (cid.compiled_autograd_id, cid.frame_id, cid.frame_compile_id, cid.attempt),
+            None if ref is None else tuple(ref),
+            artifact.encoding,
+            artifact.body,
+            artifact.url,
+            artifact.readable_path,
+            artifact.listed_number,
+            artifact.raw_file,
+            artifact.metadata,
+            artifact.graph_role,
+        )
+    )
+
+
+def _artifact_from(data: bytes | memoryview) -> Artifact:
+    (number, kind, name, path, line, cid, ref, encoding, body, url, readable, listed, raw,
+     metadata, role) = marshal.loads(data)  # fmt: skip
+    return Artifact(
+        number=number,
+        kind=kind,
+        name=name,
+        path=path,
+        line=line,
+        compile_id=None if cid is None else CompileId(*cid),
+        payload=None if ref is None else PayloadRef(*ref),
+        encoding=encoding,
+        body=body,
+        url=url,
+        readable_path=readable,
+        listed_number=listed,
+        raw_file=raw,
+        metadata=metadata,
+        graph_role=role,
+    )
+
+
+class ArtifactSpill:
+    """The file where every compile's artifacts past the caps of :mod:`~tlsite.core.limits`
+    wait, one compact record each: a hostile trace logs hundreds of thousands, and as objects
+    they grew memory by a few hundred bytes apiece until the site was written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.kept = 0  # artifacts kept as objects, in all lists
+        self._writer: BinaryIO | None = None
+        self._reader: BinaryIO | None = None
+        self._size = 0
+        self._dirty = False
+        self._filling: ArtifactList | None = None  # the list whose recent artifacts are kept
+
+    def write(self, artifact: Artifact) -> tuple[int, int] | None:
+        """Append the artifact; its offset and size, or None when it cannot be a record."""
+        try:
+            data = _artifact_record(artifact)
+        except ValueError:
+            return None
+        if self._writer is None:
+            self._writer = open(self.path, "ab")  # noqa: SIM115
+            self._size = self._writer.seek(0, os.SEEK_END)
+        offset = self._size
+        self._writer.write(data)
+        self._size += len(data)
+        self._dirty = True
+        return offset, len(data)
+
+    def read_bytes(self, offset: int, size: int) -> bytes:
+        if self._dirty and self._writer is not None:
+            self._writer.flush()
+            self._dirty = False
+        if self._reader is None:
+            self._reader = open(self.path, "rb", buffering=0)  # noqa: SIM115
+        return os.pread(self._reader.fileno(), size, offset)
+
+    def read(self, offset: int, size: int) -> Artifact:
+        return _artifact_from(self.read_bytes(offset, size))
+
+    def filling(self, artifacts: ArtifactList) -> None:
+        """``artifacts`` gets the next artifact: the list that got the last one spills the
+        recent artifacts it kept (one compile's come together in the log)."""
+        if self._filling is not artifacts:
+            if self._filling is not None:
+                self._filling.spill_recent(0)
+            self._filling = artifacts
+
+    def close(self) -> None:
+        for handle in (self._writer, self._reader):
+            if handle is not None:
+                handle.close()
+        self._writer = self._reader = None
+
+
+class ArtifactList(Sequence[Artifact]):
+    """A compile's artifacts in log order: the first ones as objects, those past the caps of
+    :mod:`~tlsite.core.limits` in an :class:`ArtifactSpill`, read back one at a time when
+    iterated (the compile page, ``compile_directory.json`` and the tlparse files list every
+    one). An artifact read back is a new object: change one with ``artifacts[i] = changed``.
+    Without a spill (a unit built by hand), every artifact stays in memory."""
+
+    __slots__ = ("_head", "_offsets", "_sizes", "_spill", "_spilled", "_tail")
+
+    def __init__(self, spill: ArtifactSpill | None = None) -> None:
+        self._spill = spill
+        self._head: list[Artifact] = []  # kept as objects
+        self._offsets = array("q")  # then these, in the spill
+        self._sizes = array("q")
+        self._spilled: list[Artifact] = []  # artifacts whose metadata could not be a record
+        self._tail: list[Artifact] = []  # then the recent ones
+
+    def append(self, artifact: Artifact) -> None:
+        spill = self._spill
+        if spill is None:
+            self._head.append(artifact)
+            return
+        if (
+            not self._offsets
+            and not self._tail
+            and len(self._head) < ARTIFACTS_PER_COMPILE
+            and spill.kept < ARTIFACTS_PER_TRACE
+        ):
+            self._head.append(artifact)
+            spill.kept += 1
+            return
+        spill.filling(self)
+        self._tail.append(artifact)
+        if len(self._tail) >= 2 * RECENT_ARTIFACTS:
+            self.spill_recent(RECENT_ARTIFACTS)
+
+    def spill_recent(self, keep: int) -> None:
+        """Move all but the last ``keep`` recent artifacts to the spill."""
+        assert self._spill is not None
+        moving, self._tail = (
+            self._tail[: len(self._tail) - keep],
+            self._tail[len(self._tail) - keep :],
+        )
+        for artifact in moving:
+            self._put(len(self._offsets), artifact)
+
+    def _put(self, index: int, artifact: Artifact) -> None:
+        """Write the artifact as spilled item ``index`` (a new one when ``index`` is the count)."""
+        assert self._spill is not None
+        where = self._spill.write(artifact)
+        if where is None:  # kept as an object, in its place: offset -1 - its index
+            where = (-1 - len(self._spilled), 0)
+            self._spilled.append(artifact)
+        if index == len(self._offsets):
+            self._offsets.append(where[0])
+            self._sizes.append(where[1])
+        else:
+            self._offsets[index], self._sizes[index] = where
+
+    def _read(self, index: int) -> Artifact:
+        offset = self._offsets[index]
+        if offset < 0:
+            return self._spilled[-1 - offset]
+        assert self._spill is not None
+        return self._spill.read(offset, self._sizes[index])
+
+    def __len__(self) -> int:
+        return len(self._head) + len(self._offsets) + len(self._tail)
+
+    def __iter__(self) -> Iterator[Artifact]:
+        yield from self._head
+        yield from self._read_spilled()
+        yield from self._tail
+
+    def _read_spilled(self) -> Iterator[Artifact]:
+        """The spilled artifacts in order, each run of adjacent records read in one go (a
+        read per record was a system call each, for every page that lists them)."""
+        offsets, sizes, index = self._offsets, self._sizes, 0
+        while index < len(offsets):
+            start = offsets[index]
+            if start < 0:
+                yield self._read(index)
+                index += 1
+                continue
+            end, stop = index, start
+            while end < len(offsets) and offsets[end] == stop and stop - start < SPILL_READ:
+                stop += sizes[end]
+                end += 1
+            assert self._spill is not None
+            data = memoryview(self._spill.read_bytes(start, stop - start))
+            position = 0
+            for size in sizes[index:end]:
+                yield _artifact_from(data[position : position + size])
+                position += size
+            index = end
+
+    @overload
+    def __getitem__(self, index: int) -> Artifact: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Artifact]: ...
+    def __getitem__(self, index: int | slice) -> Artifact | list[Artifact]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if index < len(self._head):
+            return self._head[index]
+        index -= len(self._head)
+        if index < len(self._offsets):
+            return self._read(index)
+        return self._tail[index - len(self._offsets)]
+
+    def __setitem__(self, index: int, artifact: Artifact) -> None:
+        if index < 0:
+            index += len(self)
+        if index < len(self._head):
+            self._head[index] = artifact
+        elif index - len(self._head) < len(self._offsets):
+            self._put(index - len(self._head), artifact)
+        else:
+            self._tail[index - len(self._head) - len(self._offsets)] = artifact
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, ArtifactList)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ArtifactList({len(self)} artifacts, {len(self._offsets)} spilled)"
 
 
 class StoredJson(Mapping[str, Any]):
@@ -224,7 +473,7 @@ class CompileUnit:
     id: CompileId | None
     order: int
     first_line: int
-    artifacts: list[Artifact] = field(default_factory=list)
+    artifacts: ArtifactList = field(default_factory=ArtifactList)
     metrics: list[Event] = field(default_factory=list)
     stacks: list[list[Frame]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
@@ -301,6 +550,8 @@ class Trace:
     #: when the log ended, outermost first; a finished log has none
     open_phases: dict[CompileId, list[Phase]] = field(default_factory=dict)
     last_time: str | None = None  # the glog time of the log's last record
+    #: where the units' artifacts past the caps wait (see :class:`ArtifactList`)
+    artifact_spill: ArtifactSpill | None = None
 
     # -- spilled streams (written while reading) -------------------------------------------
     @property
@@ -314,6 +565,10 @@ class Trace:
     @property
     def describe_path(self) -> Path:
         return self.store.spill_path("describe.jsonl")
+
+    @property
+    def artifacts_path(self) -> Path:
+        return self.store.spill_path("artifacts.spill")
 
     def describe_records(self, unit: CompileUnit) -> Iterator[Event]:
         """The unit's describe_* records, read back from the spill file."""
@@ -373,4 +628,6 @@ class Trace:
         return compile_time.compile_times(self, outside)
 
     def close(self) -> None:
+        if self.artifact_spill is not None:
+            self.artifact_spill.close()
         self.store.close()

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .frames import Frame, read_stack
-from .limits import RECORDS_PER_KIND, RECORDS_PER_TRACE, Unlisted
+from .limits import RECORDS_PER_KIND, RECORDS_PER_TRACE, Unlisted, count_name
 from .model import BODY_PAYLOAD, Artifact, CompileUnit, Event, Trace
 from .records import Record
 from .store import PayloadRef
@@ -232,15 +232,12 @@ class RecordContext:
         not shown, and where).
         """
         record, unit, builder = self.record, self.unit, self._builder
-        unit.kept[record.event_type] += 1
-        keep = (
-            unit.kept[record.event_type] <= RECORDS_PER_KIND
-            and builder.kept_records < RECORDS_PER_TRACE
-        )
+        kind = count_name(unit.kept, record.event_type)
+        keep = unit.kept[kind] <= RECORDS_PER_KIND and builder.kept_records < RECORDS_PER_TRACE
         if keep:
             builder.kept_records += 1
         else:
-            self._count_unlisted()
+            self._count_unlisted(kind)
         event = Event(
             type=record.event_type,
             line=record.line,
@@ -253,14 +250,15 @@ class RecordContext:
             getattr(unit, into).append(event)
         return event
 
-    def _count_unlisted(self) -> None:
-        """Count a record past the cap on its unit and on Parse health (noted once a type)."""
+    def _count_unlisted(self, kind: str) -> None:
+        """Count a record of type ``kind`` past the cap on its unit and on Parse health
+        (noted once a type)."""
         record, unit = self.record, self.unit
-        unlisted = unit.unlisted.get(record.event_type)
+        unlisted = unit.unlisted.get(kind)
         stats = self.trace.stats
         if unlisted is None:
-            unit.unlisted[record.event_type] = Unlisted(1, record.line, record.line)
-            detail = f"{record.event_type} records of {unit.display} from this one on"
+            unit.unlisted[kind] = Unlisted(1, record.line, record.line)
+            detail = f"{kind} records of {unit.display} from this one on"
             stats.find("not_listed", record.line, detail)
         else:
             unlisted.add(record.line)

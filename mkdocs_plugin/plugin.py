@@ -382,8 +382,13 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     def _write_compat(self, config: MkDocsConfig) -> None:
         """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
         out = Path(config.site_dir) / self.prefix
-        written = CompatWriter(self.trace, out, raw_log=self._raw_log).write_all()
-        self._files_written(str(out), written)
+        on_file, folder = self._on_file, str(out)
+
+        def written(path: str) -> None:
+            if on_file is not None:
+                on_file(os.path.join(folder, path))
+
+        CompatWriter(self.trace, out, raw_log=self._raw_log, on_written=written).write_all()
 
     def _files_written(self, out: str, written: list[str]) -> None:
         if self._on_file is not None:

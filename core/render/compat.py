@@ -113,7 +113,16 @@ class CompatWriter:
     trace: Trace
     out: Path
     raw_log: Path | LogSource | Callable[[], Iterator[bytes]] | None = None
+    #: called with each file's path as it is written; without it, the paths are kept in
+    #: ``written`` (a path per artifact: a compile may have hundreds of thousands)
+    on_written: Callable[[str], None] | None = None
     written: list[str] = field(default_factory=list)
+
+    def _wrote(self, path: str) -> None:
+        if self.on_written is None:
+            self.written.append(path)
+        else:
+            self.on_written(path)
 
     def write_all(self) -> list[str]:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -124,21 +133,21 @@ class CompatWriter:
             os.makedirs(os.path.join(self.out, "payloads"), exist_ok=True)
         for key, ref in self.trace.loose_payloads.items():
             self.trace.store.copy_to(ref, os.path.join(self.out, "payloads", f"{key}.txt"))
-            self.written.append(f"payloads/{key}.txt")
+            self._wrote(f"payloads/{key}.txt")
         self._write_raw_jsonl()
         self._write_compile_directory()
         self._write_chromium_events()
         if isinstance(self.raw_log, Path):
             shutil.copyfile(self.raw_log, self.out / "raw.log")  # in-kernel copy where it can
-            self.written.append("raw.log")
+            self._wrote("raw.log")
         elif isinstance(self.raw_log, LogSource):
             self.raw_log.copy_to(self.out / "raw.log")  # the bytes that were parsed
-            self.written.append("raw.log")
+            self._wrote("raw.log")
         elif self.raw_log is not None:
             with open(self.out / "raw.log", "wb") as dest:
                 for chunk in self.raw_log():
                     dest.write(chunk)
-            self.written.append("raw.log")
+            self._wrote("raw.log")
         return self.written
 
     # -- artifacts --------------------------------------------------------------------------
@@ -157,11 +166,11 @@ class CompatWriter:
             _write_text(dest, pretty_json(text))
         elif artifact.body == BODY_PAGE:
             _write_text(dest, self._page(unit, artifact))
-        self.written.append(artifact.path)
+        self._wrote(artifact.path)
         if artifact.readable_path:
             readable = self._readable_page(unit, artifact)
             _write_text(os.path.join(self.out, artifact.readable_path), readable)
-            self.written.append(artifact.readable_path)
+            self._wrote(artifact.readable_path)
 
     @staticmethod
     def _context(unit: CompileUnit, artifact: Artifact, path: str, title: str) -> dict[str, Any]:
@@ -232,7 +241,7 @@ class CompatWriter:
                 while batch := spill.readlines(1 << 20):
                     text = "".join(batch)
                     dest.write(text.replace('"timestamp": "0000-', f'"timestamp": "{year}'))
-        self.written.append("raw.jsonl")
+        self._wrote("raw.jsonl")
 
     def _write_chromium_events(self) -> None:
         with open(self.out / "chromium_events.json", "w", encoding="utf-8") as dest:
@@ -244,13 +253,14 @@ class CompatWriter:
                     dest.write(line.rstrip("\n"))
                     first = False
             dest.write("\n]\n" if not first else "]\n")
-        self.written.append("chromium_events.json")
+        self._wrote("chromium_events.json")
 
     def _write_compile_directory(self) -> None:
-        """``compile_directory.json``, one compile id at a time.
+        """``compile_directory.json``, one artifact at a time.
 
         The text ``json.dumps(directory, indent=2, sort_keys=True)`` gives (tlparse's layout),
-        without holding the whole directory: a dict per artifact, tens of MB for a 1 GB trace.
+        without holding the whole directory, or one compile's part of it: a dict per artifact,
+        tens of MB for a 1 GB trace or a compile of 100,000 artifacts.
         """
         units: dict[str, list[CompileUnit]] = {}
         for unit in self.trace.units.values():
@@ -258,13 +268,18 @@ class CompatWriter:
         with open(self.out / "compile_directory.json", "w", encoding="utf-8") as dest:
             dest.write("{" if units else "{}")
             for index, key in enumerate(sorted(units)):
-                entry = {"artifacts": [e for u in units[key] for e in _directory_entries(u)]}
-                value = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False)
-                nested = value.replace("\n", "\n  ")  # one level deeper: two more spaces
-                separator = ",\n  " if index else "\n  "
-                dest.write(f"{separator}{json.dumps(key, ensure_ascii=False)}: {nested}")
+                dest.write(",\n  " if index else "\n  ")
+                dest.write(f'{json.dumps(key, ensure_ascii=False)}: {{\n    "artifacts": [')
+                count = 0
+                for unit in units[key]:
+                    for entry in _directory_entries(unit):  # one at a time: a compile may
+                        value = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False)
+                        dest.write(",\n      " if count else "\n      ")  # have 100,000s
+                        dest.write(value.replace("\n", "\n      "))
+                        count += 1
+                dest.write("\n    ]\n  }" if count else "]\n  }")
             dest.write("\n}\n" if units else "\n")
-        self.written.append("compile_directory.json")
+        self._wrote("compile_directory.json")
 
 
 def _directory_entries(unit: CompileUnit) -> Iterator[dict[str, Any]]:

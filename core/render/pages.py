@@ -12,6 +12,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from itertools import islice
 from typing import Any
 
 from markupsafe import Markup
@@ -147,7 +148,7 @@ class ReportRenderer:
         self._interrupted_of = {id(cut.unit): cut for cut in self.interrupted}
         self._function_of: dict[int, str] = {}
         #: node count (graphs) and line count of each artifact shown, from its unit page
-        self._sizes: dict[int, tuple[int | None, int]] = {}
+        self._sizes: dict[int, tuple[int | None, int]] = {}  # artifact number -> its size
         self._code_terms: dict[tuple[str, str], tuple[str, ...]] = {}  # by code and name
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
         for gb in self.graph_breaks:
@@ -302,8 +303,8 @@ class ReportRenderer:
             framed = unit.id is not None and unit.id.frame_id is not None
             status = self.status(unit) if framed else None
             artifacts = []
-            for a in unit.artifacts:
-                nodes, lines = self._sizes.get(id(a), (None, 0))
+            for a in islice(unit.artifacts, SECTIONS):  # its own page lists them all
+                nodes, lines = self._sizes.get(a.number, (None, 0))
                 artifacts.append(
                     {
                         "number": a.number,
@@ -327,6 +328,7 @@ class ReportRenderer:
                     "function": self.function_of(unit) if framed else "",
                     "seconds": self._seconds_of(unit),
                     "artifacts": artifacts,
+                    "more_artifacts": len(unit.artifacts) - len(artifacts),
                     "groups": _by_subgraph(artifacts),
                 }
             )
@@ -717,7 +719,7 @@ class ReportRenderer:
             view["kernels"] = sorted(kernel_names(text))
         lines = text.count("\n") + 1
         nodes = fx_node_count(text) if _is_graph(artifact) else None
-        self._sizes[id(artifact)] = (nodes, lines)
+        self._sizes[artifact.number] = (nodes, lines)
         view.update(nodes=nodes, lines=lines)
         if block.head_lines is not None:
             view.update(truncated=True, shown_lines=block.head_lines, total_lines=lines)
