@@ -88,6 +88,14 @@ def h(value: object) -> Markup:
     return Markup(escaped.replace("{", "&#123;").replace("}", "&#125;"))
 
 
+def inert_html(markup: str) -> str:
+    """HTML made for the site (inserted after Markdown) put into a Markdown page instead: the
+    preprocessors of a user's site must not act on it either (see ``_PREPROCESSOR_SYNTAX``).
+    Its text is HTML-escaped (a snippet marker's ``<`` is ``&lt;``); braces become entities,
+    which HTML reads as braces in text and attributes alike."""
+    return markup.replace("{", "&#123;").replace("}", "&#125;")
+
+
 def fence(text: str, lang: str = "text", *, attrs: str = "") -> Markup:
     """A fenced code block that the content cannot close early, nor turn into a
     preprocessor's syntax (see ``_PREPROCESSOR_SYNTAX``)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..store import read_slice
 from .code_terms import CodeSection
-from .escape import fence
+from .escape import fence, inert_html
 from .highlight import CodeBlock, effective_lang, read_block_text
 
 #: Above this size only the first lines are shown inline; the raw file has the rest.
@@ -85,7 +85,7 @@ class Page:
         text = self.markdown
         for token, block in self.blocks.items():
             if isinstance(block, (HtmlBlock, PagePart)):
-                content = block.html()
+                content = inert_html(block.html())
             else:
                 code = read_block_text(block)
                 content = fence(code, effective_lang(code, block.lang))
