@@ -242,7 +242,10 @@ def test_a_damaged_7z_is_built_from_what_came_before_the_damage(tmp_path: Path):
         whole = log.read_bytes()
         assert len(whole) // 2 < kept < len(whole)
         lines = whole[:kept].count(b"\n")
-        assert trace.stats.total_lines in (lines, lines + 1)  # + the line cut in two
+        # the bytes decoded last, at the damage, may be garbage with other line breaks than
+        # the log's (where the damage falls depends on the archive's layout): every line before
+        # that last block is kept, + the line cut in two
+        assert lines - 100 < trace.stats.total_lines <= lines + 1
         assert trace.stats.records > 0
         assert "the report shows what came before" in trace.stats.summary()
     finally:
