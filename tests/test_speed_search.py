@@ -150,8 +150,21 @@ def search(open_site: SiteOpener, site: Path, query: str) -> Page:
     box.click()
     box.press_sequentially(query)  # Material reacts to key events, not to fill()
     page.locator(".md-search-result__item").first.wait_for(timeout=SEARCH_TIMEOUT_MS)
+    _settle(page)
     assert report.console_errors == [] and report.outside_requests == []
     return page
+
+
+def _settle(page: Page) -> None:
+    """Wait until the results stop changing: the first results may answer a prefix of the
+    query typed so far (Material searches as each key is pressed)."""
+    state = "document.querySelector('.md-search-result')?.innerText"
+    last, same, waited = None, 0, 0
+    while same < 3 and waited < SEARCH_TIMEOUT_MS:
+        page.wait_for_timeout(200)
+        waited += 200
+        now = page.evaluate(state)
+        same, last = (same + 1, last) if now == last else (0, now)
 
 
 def matching(page: Page) -> int:
