@@ -295,6 +295,18 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _build_error(exc: Exception, out: Path, failed: int = EXIT_FAILED) -> int:
+    """The line and exit code for what writing ``out`` raised: a refused output is a usage
+    error; an input that cannot be read, or a write that failed, exits ``failed``."""
+    from tlsite.core.output import OutputRefused
+
+    if isinstance(exc, OutputRefused):
+        return _fail(str(exc), EXIT_USAGE)
+    if isinstance(exc, OSError):
+        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", failed)
+    return _fail(str(exc), failed)
+
+
 def _build_command(args: argparse.Namespace) -> int:
     from tlsite.core import InputError
     from tlsite.core.output import OutputRefused
@@ -319,12 +331,8 @@ def _build_command(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             all_ranks=args.all_ranks_html,
         )
-    except OutputRefused as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except InputError as exc:
-        return _fail(str(exc), EXIT_FAILED)
-    except OSError as exc:
-        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
+    except (OutputRefused, InputError, OSError) as exc:
+        return _build_error(exc, out)
     if not args.quiet:
         _print_summary(outcome)
     if args.serve:
@@ -437,12 +445,8 @@ def _markdown_command(args: argparse.Namespace) -> int:
             export_mode=args.export,
             redactor=_redactor(args),
         )
-    except OutputRefused as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except InputError as exc:
-        return _fail(str(exc), EXIT_FAILED)
-    except OSError as exc:
-        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", EXIT_FAILED)
+    except (OutputRefused, InputError, OSError) as exc:
+        return _build_error(exc, out)
     if not args.quiet:
         say(
             f"Markdown: {out / 'docs'} ({len(pages)} pages, with the theme assets and the "
@@ -490,12 +494,9 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
             outcome = build(str(trace_dir), out, jobs=args.jobs, **options)
         else:
             outcome = build(str(trace_dir), out, latest=True, rank=args.rank, **options)
-    except OutputRefused as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except InputError as exc:  # a failing command's own code says more than ours
-        return _fail(str(exc), returncode or EXIT_FAILED)
-    except OSError as exc:
-        return _fail(f"{exc.filename or out}: {exc.strerror or exc}", returncode or EXIT_FAILED)
+    except (OutputRefused, InputError, OSError) as exc:
+        # a failing command's own code says more than ours
+        return _build_error(exc, out, returncode or EXIT_FAILED)
     if not args.quiet:
         _print_summary(outcome)
         say(f"Trace: {trace_dir}")
@@ -545,12 +546,8 @@ def _diff_command(args: argparse.Namespace) -> int:
             redactor=_redactor(args),
             progress=not args.quiet and sys.stderr.isatty(),
         )
-    except OutputRefused as exc:
-        return _fail(str(exc), EXIT_USAGE)
-    except InputError as exc:
-        return _fail(str(exc), EXIT_FAILED)
-    except OSError as exc:
-        return _fail(f"{exc.filename or args.out}: {exc.strerror or exc}", EXIT_FAILED)
+    except (OutputRefused, InputError, OSError) as exc:
+        return _build_error(exc, Path(args.out))
     if not args.quiet:
         say(summary_text(outcome))
     if not args.no_browser and _can_open_browser():
