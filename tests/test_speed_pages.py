@@ -19,7 +19,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from corpus import FIXTURE_TRACES, PROJECT_ROOT, TORCH_213, TRAINING_TRACE_GLOB
+from corpus import FIXTURE_TRACES, TORCH_213, TRAINING_TRACE_GLOB
 
 TIMEOUT_S = 600
 
@@ -81,12 +81,6 @@ class _Visible(HTMLParser):
             self._heading.append(data)
 
 
-def visible(page: Path) -> tuple[list[str], list[tuple[str, str | None, str]]]:
-    parser = _Visible()
-    parser.feed(page.read_text(encoding="utf-8"))
-    return parser.words, parser.headings
-
-
 def article(page: Path) -> tuple[list[str], list[tuple[str, str | None, str]]]:
     """The visible text and headings of the page's content (Material's ``<article>``)."""
     text = page.read_text(encoding="utf-8")
@@ -96,8 +90,8 @@ def article(page: Path) -> tuple[list[str], list[tuple[str, str | None, str]]]:
     return parser.words, parser.headings
 
 
-def run(*command: str, pythonpath: Path, cwd: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(pythonpath), NO_MKDOCS_2_WARNING="1")
+def run(*command: str, cwd: Path) -> None:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     done = subprocess.run(
         [sys.executable, "-m", *command],
         env=env,
@@ -109,9 +103,9 @@ def run(*command: str, pythonpath: Path, cwd: Path) -> None:
     assert done.returncode in (0, 3), done.stderr[-3000:]
 
 
-def build(trace: Path, out: Path, pythonpath: Path) -> Path:
+def build(trace: Path, out: Path) -> Path:
     run("tlsite", "build", str(trace), "-o", str(out), "--no-browser", "--quiet",
-        "--no-zip", pythonpath=pythonpath, cwd=out.parent)  # fmt: skip
+        "--no-zip", cwd=out.parent)  # fmt: skip
     return out
 
 
@@ -130,14 +124,14 @@ def test_the_markdown_tree_built_by_plain_mkdocs_shows_the_same_pages(
 ) -> None:
     if not trace.is_file():
         pytest.skip(f"{trace} is not here")
-    site = pages(build(trace, tmp_path / "site", PROJECT_ROOT.parent))
+    site = pages(build(trace, tmp_path / "site"))
     markdown = tmp_path / "md"
     run("tlsite", "markdown", str(trace), "-o", str(markdown), "--quiet",
-        pythonpath=PROJECT_ROOT.parent, cwd=tmp_path)  # fmt: skip
+        cwd=tmp_path)  # fmt: skip
     unit = next((markdown / "docs").glob("-_0_*/index.md")).read_text(encoding="utf-8")
     assert "tlsite-html" not in unit and '<th scope="row">First logged at</th>' in unit
     run("mkdocs", "build", "-f", str(markdown / "mkdocs.yml"),
-        pythonpath=PROJECT_ROOT.parent, cwd=tmp_path)  # fmt: skip
+        cwd=tmp_path)  # fmt: skip
     plain = pages(markdown / "site")
     report = [name for name in sorted(site) if "<article" in site[name].read_text("utf-8")]
     assert len(report) > 5 and [name for name in report if name not in plain] == []
