@@ -9,7 +9,6 @@ bundle, like a report. Exit codes are the CLI's, plus :data:`EXIT_REGRESSED` whe
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -182,10 +181,7 @@ def run_diff(
                 bar.stage(f"Writing the {bundle} bundle")
             name = f"{diff.before.source} → {diff.after.source}"
             archive, size = write_bundle(site, bundle, trace=name, version=__version__, extra=extra)
-            swap_into_place(site, out)
-            if archive is not None:
-                archive = out.with_name(archive.name)
-                os.replace(staging / archive.name, archive)
+            archive = swap_into_place(site, out, archive)
     finally:
         for trace in traces:
             trace.close()

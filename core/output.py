@@ -188,11 +188,21 @@ def staging_for(
         remove_scratch(staging)
 
 
-def swap_into_place(built: Path, out: Path) -> None:
-    """Replace ``out`` with ``built`` so a failed build never leaves a half-written output.
+def swap_into_place(built: Path, out: Path, bundle: Path | None = None) -> Path | None:
+    """Replace ``out`` with ``built`` so a failed build never leaves a half-written output,
+    then move ``bundle`` (the archive built beside ``built``) beside ``out``; its new path.
 
     The old ``out`` is moved aside first, and moved back if ``built`` cannot take its place.
     """
+    _swap(built, out)
+    if bundle is None:
+        return None
+    placed = out.with_name(bundle.name)
+    os.replace(bundle, placed)
+    return placed
+
+
+def _swap(built: Path, out: Path) -> None:
     old = None
     if out.exists() or out.is_symlink():
         old = out.with_name(f".{out.name}.tlsite-old-{os.getpid()}")

@@ -14,7 +14,6 @@ rendered), and compressing the zip bundle while the site is built.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,10 +112,7 @@ def build(
         finally:
             if zipper is not None:
                 zipper.abort()
-        swap_into_place(site, out)
-        if archive is not None:
-            archive = out.with_name(archive.name)
-            os.replace(staging / archive.name, archive)
+        archive = swap_into_place(site, out, archive)
     return BuildOutcome(
         site=out,
         bundle=archive,
