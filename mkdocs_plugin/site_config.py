@@ -33,6 +33,9 @@ THEME_DIR = Path(tlsite.themes.__file__).resolve().parent / "material"
 #: Word separators of the search index (Material's default is ``[\s\-]+``).
 SEARCH_SEPARATOR = r"[\s\-\[\]\(\),:;]+"
 
+#: The search plugin's settings (``lang`` and ``pipeline`` are Material's for English).
+SEARCH_CONFIG = {"lang": ["en"], "separator": SEARCH_SEPARATOR, "pipeline": ["stopWordFilter"]}
+
 #: Site-relative URLs of the theme assets (MkDocs copies custom_dir files into the site).
 ASSET_DIR = "assets/tlsite"
 WORKER_SHIM = f"{ASSET_DIR}/iframe-worker-shim.js"
@@ -159,7 +162,9 @@ def site_config(
         # offline writes search/search_index.js so the index loads via <script> on file://
         # compile ids are written "[0/1]": brackets, parentheses, commas and colons separate
         # words, so "0/1" finds them and "file.py:22" or "item()" match their parts
-        "plugins": [{"search": {"separator": SEARCH_SEPARATOR}}, "offline"],
+        # lang and pipeline are Material's English defaults: given, the search plugin does not
+        # look them up in the theme's translation templates (two more Jinja environments)
+        "plugins": [{"search": SEARCH_CONFIG}, "offline"],
         "extra": {
             # the name contains "iframe-worker", so the offline plugin adds no unpkg.com shim
             "polyfills": [WORKER_SHIM],
@@ -235,15 +240,45 @@ class _TemplateBytecode(jinja2.BytecodeCache):
         self._code[bucket.key] = bucket.bytecode_to_string()
 
 
+class _ThemeLoader(jinja2.FileSystemLoader):
+    """The theme's templates, listed without the files in hidden folders.
+
+    MkDocs lists every file of the theme to copy the static ones into the site, and leaves
+    out those in hidden folders by matching each name against its patterns; Material's
+    ``.icons`` folder holds some 14,000 SVG files, which it walked and matched on every build.
+    """
+
+    def list_templates(self) -> list[str]:
+        found = set()
+        for root in self.searchpath:
+            for folder, subfolders, files in os.walk(root, followlinks=self.followlinks):
+                subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+                prefix = os.path.relpath(folder, root).replace(os.sep, "/")
+                found.update(name if prefix == "." else f"{prefix}/{name}" for name in files)
+        return sorted(found)
+
+
 @functools.cache
 def _of_its_own() -> BasePlugin:
-    """The plugin of every site :func:`build_site` builds: it leaves out the theme files the
-    pages never load, and gives the build's Jinja environment this process's template
-    bytecode."""
+    """The plugin of every site :func:`build_site` builds: it lists the theme's files
+    without its hidden folders (:class:`_ThemeLoader`), leaves out the theme files the pages
+    never load, and gives the build's Jinja environment this process's template bytecode."""
     from mkdocs.plugins import BasePlugin
 
     class SiteOfItsOwn(BasePlugin):
         cache = _TemplateBytecode()
+
+        def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+            theme = config.theme
+            theme_env = theme.get_env
+
+            def get_env() -> jinja2.Environment:
+                env = theme_env()
+                env.loader = _ThemeLoader(theme.dirs)
+                return env
+
+            theme.get_env = get_env  # type: ignore[method-assign]
+            return config
 
         def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
             drop_unread_theme_files(files, config)
