@@ -113,6 +113,10 @@ RAW_JSONL = "raw.jsonl"
 INPUT_COPIES = (RAW_LOG, RAW_JSONL)  # kept in this order while the zip stays attachable
 _INPUT_COPY = re.compile(r"(?:rank_\d+/)?(raw\.log|raw\.jsonl)")
 _SAMPLE_BYTES = 4 << 20
+#: More than a zip entry can take beyond its file's size (its headers, and the stored
+#: blocks deflate falls back to on data that does not compress; for files up to a few
+#: hundred megabytes).
+_DEFLATE_OVERHEAD = 64 << 10
 _LEFT_OUT_WHY = {
     RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB attachment limit "
     "(it is in the site folder; attach the trace gzipped if asked)",
@@ -374,18 +378,22 @@ def _complete_zip(
             _add_site_file(archive, site, name, digests)
     del archive  # before the archive is opened again, below
     size = tmp.stat().st_size
-    kept: list[str] = []
+    copies = [[name for name in listing if input_copy_kind(name) == kind] for kind in INPUT_COPIES]
+    kept = [name for names in copies for name in names]
     left_out: dict[str, str] = {}
-    for kind in INPUT_COPIES:
-        names = [name for name in listing if input_copy_kind(name) == kind]
-        if not names:
-            continue
-        estimate = compressed_estimate([site / name for name in names])
-        if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
-            kept += names
-            size += estimate
-        else:
-            left_out.update(dict.fromkeys(names, _LEFT_OUT_WHY[kind]))
+    # whether they fit whatever deflate makes of them, or else each kind by an estimate
+    most = sum(os.stat(site / name).st_size + _DEFLATE_OVERHEAD for name in kept)
+    if size + most > GITHUB_ATTACHMENT_LIMIT:
+        kept = []
+        for kind, names in zip(INPUT_COPIES, copies, strict=True):
+            if not names:
+                continue
+            estimate = compressed_estimate([site / name for name in names])
+            if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
+                kept += names
+                size += estimate
+            else:
+                left_out.update(dict.fromkeys(names, _LEFT_OUT_WHY[kind]))
     if left_out:
         extra["left_out_of_zip"] = left_out
     chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
