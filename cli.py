@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import webbrowser
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,12 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 #: Interrupted (Ctrl-C): what a shell reports for a process SIGINT ended.
 EXIT_INTERRUPTED = 130
+
+
+def _open_in_browser(url: str) -> None:
+    import webbrowser  # only when a report is opened: --no-browser and the tests never do
+
+    webbrowser.open(url)
 
 
 def example_trace() -> Path:
@@ -339,7 +344,7 @@ def _build_command(args: argparse.Namespace) -> int:
         code = _serve_command(outcome.site, args.host, args.port)
         return _strict_code(args, outcome) if code == EXIT_OK else code
     if not args.no_browser and _can_open_browser():
-        webbrowser.open((outcome.site / "index.html").resolve().as_uri())
+        _open_in_browser((outcome.site / "index.html").resolve().as_uri())
     return _strict_code(args, outcome)
 
 
@@ -508,7 +513,7 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         compared = _diff_after_run(args, trace_dir, out)
         returncode = returncode or compared
     if not args.no_browser and _can_open_browser():
-        webbrowser.open((outcome.site / "index.html").resolve().as_uri())
+        _open_in_browser((outcome.site / "index.html").resolve().as_uri())
     if returncode != 0:
         return returncode
     return _strict_code(args, outcome)
@@ -551,7 +556,7 @@ def _diff_command(args: argparse.Namespace) -> int:
     if not args.quiet:
         say(summary_text(outcome))
     if not args.no_browser and _can_open_browser():
-        webbrowser.open((outcome.site / "index.html").resolve().as_uri())
+        _open_in_browser((outcome.site / "index.html").resolve().as_uri())
     if regressed(outcome.diff, args.fail_on):
         return EXIT_REGRESSED
     d = outcome.diff

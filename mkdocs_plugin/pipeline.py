@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tlsite import __version__
 from tlsite.core import (
@@ -33,7 +33,6 @@ from tlsite.core import (
 )
 from tlsite.core.bundle import ZipWriter, site_files, write_bundle
 from tlsite.core.cleanup import make_scratch, remove_scratch
-from tlsite.core.multirank import RankSummary, job_ranks
 from tlsite.core.output import BuildOutcome, staging_for, swap_into_place
 from tlsite.core.redact import Redactor, redacted_source, redaction_note, redaction_summary
 from tlsite.core.render.highlight import Highlighter
@@ -41,7 +40,9 @@ from tlsite.core.render.pages import highlight_ahead
 from tlsite.progress import BYTES, Progress
 
 from .build import build_report
-from .multirank_build import build_multirank
+
+if TYPE_CHECKING:
+    from tlsite.core.multirank import RankSummary
 
 #: From this trace size on, the zip bundle is compressed during the build by a worker
 #: process; below it, the process start costs more than the overlap saves.
@@ -250,6 +251,11 @@ def _build_ranks(
     landing page and the diffs are built. Folders are handed over in rank order, whichever
     rank finishes first, so that the same job gives the same archive.
     """
+    # only a job needs them (and the diff and landing-page modules they import)
+    from tlsite.core.multirank import job_ranks
+
+    from .multirank_build import build_multirank
+
     if redactor is not None:
         logs = [redacted_source(log, redactor) for log in resolved.logs]
         resolved = dataclasses.replace(resolved, logs=logs)
