@@ -4,7 +4,8 @@ On a shared machine wall time moves several-fold from minute to minute, so a cha
 measured against its base in the same run: each round builds the trace once with each
 revision (``git archive`` snapshots, in alternating order), and reports the CPU time of the
 build's process tree (user + system, from ``os.wait4``: less sensitive to other load than wall
-time), the wall time, and the sizes a user gets (search index, code index, zip, site).
+time), the wall time, and the sizes a user gets (search index, code index, zip, site). Each
+snapshot is byte-compiled first, as pip installs a package.
 ``--tlparse`` times tlparse on the trace in each round too, for each revision's ratio to it;
 CPU per compile id divides by the number of compile pages the build wrote.
 
@@ -34,6 +35,9 @@ def snapshot(revision: str, into: Path) -> Path:
         ["git", "-C", str(PROJECT), "archive", revision], check=True, capture_output=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(package)], input=archive, check=True)
+    # byte-compiled, as an installed package is: else each build compiles tlsite's modules
+    # from source again (PYTHONDONTWRITEBYTECODE), a cost no installed tlsite has
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
     return into
 
 
