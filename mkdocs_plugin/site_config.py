@@ -220,26 +220,6 @@ def build_site(
         cfg.plugins.on_shutdown()
 
 
-class _TemplateBytecode(jinja2.BytecodeCache):
-    """Jinja bytecode of the theme's templates, kept in memory for the process's later builds.
-
-    Every MkDocs build makes a new Jinja environment, which compiled Material's templates
-    again: about half the CPU of a small site's build, and a job builds a site per rank (in
-    a few processes) plus the landing and diff sites. Jinja checks each template's source
-    checksum against the stored bytecode, so a changed template is compiled afresh.
-    """
-
-    def __init__(self) -> None:
-        self._code: dict[str, bytes] = {}
-
-    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        if (code := self._code.get(bucket.key)) is not None:
-            bucket.bytecode_from_string(code)
-
-    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        self._code[bucket.key] = bucket.bytecode_to_string()
-
-
 class _ThemeLoader(jinja2.FileSystemLoader):
     """The theme's templates, listed without the files in hidden folders.
 
@@ -262,12 +242,13 @@ class _ThemeLoader(jinja2.FileSystemLoader):
 def _of_its_own() -> BasePlugin:
     """The plugin of every site :func:`build_site` builds: it lists the theme's files
     without its hidden folders (:class:`_ThemeLoader`), leaves out the theme files the pages
-    never load, and gives the build's Jinja environment this process's template bytecode."""
+    never load, and has the build's Jinja environment load the theme's templates compiled
+    (:func:`~tlsite.core.render.templating.bytecode_cache`, as tlsite's own templates are)."""
     from mkdocs.plugins import BasePlugin
 
-    class SiteOfItsOwn(BasePlugin):
-        cache = _TemplateBytecode()
+    from tlsite.core.render.templating import bytecode_cache
 
+    class SiteOfItsOwn(BasePlugin):
         def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
             theme = config.theme
             theme_env = theme.get_env
@@ -285,7 +266,7 @@ def _of_its_own() -> BasePlugin:
             return files
 
         def on_env(self, env: Any, /, *, config: Any, files: Any) -> Any:
-            env.bytecode_cache = self.cache
+            env.bytecode_cache = bytecode_cache()
             return env
 
     return SiteOfItsOwn()
