@@ -39,7 +39,9 @@ def fx_node_count(text: str) -> int | None:
         names = [m.group(1) for part in args.split(",") if (m := _NAME.match(part))]
         placeholders.update(names)
         count += len(names)
-    flattened = [m.group(1).replace(" ", "").split(",") for m in _FLATTEN.finditer(text)]
+    flattened = []
+    if "tree_flatten_spec(" in text:  # only AOT joint graphs; the pattern is slow to scan
+        flattened = [m.group(1).replace(" ", "").split(",") for m in _FLATTEN.finditer(text)]
     if flattened:  # the placeholders are the unpacked names, not the pytree arguments
         placeholders = {name for names in flattened for name in names}
         count = len(placeholders)
