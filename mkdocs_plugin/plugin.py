@@ -45,7 +45,6 @@ from .csp import add_csp, add_csp_to_template
 from .deferred_page import DeferredPage
 from .prepared import PreparedReport, prepare_report
 from .search_index import ReportSearchIndex
-from .stamp import STAMP_TEMPLATE, PageStamp
 from .site_config import (
     ASSET_DIR,
     CODE_INDEX,
@@ -55,6 +54,7 @@ from .site_config import (
     THEME_DIR,
     drop_unread_theme_files,
 )
+from .stamp import STAMP_TEMPLATE, PageStamp
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
 
