@@ -82,7 +82,12 @@ def _build(
 
 def _first_difference(ours: bytes, theirs: bytes) -> str:
     lines = difflib.unified_diff(
-        theirs.decode().splitlines(), ours.decode().splitlines(), "material", "stamp", n=0
+        theirs.decode().splitlines(),
+        ours.decode().splitlines(),
+        "material",
+        "stamp",
+        n=0,
+        lineterm="",
     )
     return "\n".join(line[:200] for line in list(lines)[:12])
 
