@@ -178,8 +178,8 @@ def _cut(page: Page, shape: tuple[bool, bool], env: Any, values: dict[str, Any])
     pattern = "|".join(re.escape(text) for text in sorted(slots, key=len, reverse=True))
     pieces = re.split(f"({pattern})", output)
     text, found = pieces[::2], [slots[piece] for piece in pieces[1::2]]
-    if mark in separator or any(mark in piece for piece in text):
-        return None  # the template shows a value in a way the stamp does not fill
+    if any(mark in piece.lower() for piece in (separator, *text)):
+        return None  # the template shows a value in a way the stamp does not fill (or case)
     return _Cut(text, found, separator)
 
 
