@@ -54,6 +54,7 @@ from .site_config import (
     THEME_DIR,
     drop_unread_theme_files,
 )
+from .stamp import STAMP_TEMPLATE, PageStamp
 
 log = logging.getLogger("mkdocs.plugins.tlsite")
 
@@ -121,6 +122,7 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._embedded = False
         self._auto_nav = False
         self._resolved: ResolvedInput | None = None
+        self._stamp: PageStamp | None = None
 
     @property
     def trace(self) -> Trace:
@@ -303,9 +305,24 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
                 found_elsewhere=found, **index.config
             )
 
+    def on_nav(self, nav: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
+        if not self._embedded:  # tlsite's theme: the stamp knows what it renders
+            self._stamp = PageStamp(files)
+        return nav
+
+    def on_page_markdown(
+        self, markdown: str, /, *, page: Any, config: MkDocsConfig, files: Files
+    ) -> str:
+        """Render with the stamp the pages it may write (their front matter is read by now)."""
+        if self._stamp is not None and self._stamp.select(page):
+            page.meta["template"] = STAMP_TEMPLATE
+        return markdown
+
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
         if not self._embedded:
             env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
+        if self._stamp is not None:
+            env.globals["tlsite_stamp"] = self._stamp
         return env
 
     @event_priority(100)  # first: the search plugin indexes the page's HTML and headings
