@@ -235,15 +235,49 @@ class _TemplateBytecode(jinja2.BytecodeCache):
         self._code[bucket.key] = bucket.bytecode_to_string()
 
 
+#: The theme's static files per (theme folders, static templates): MkDocs lists them by walking
+#: Material's folders (its 14,000 icon files included) in every build.
+_THEME_FILES: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+#: The filter ``Files.add_files_from_theme`` lists them with (it depends on the theme only).
+_THEME_FILTER = "Files.add_files_from_theme.<locals>.filter"
+
+
+def _listing_once(theme: Any) -> Any:
+    """``theme.get_env`` whose environments list the theme's static files once per process."""
+    make_env = theme.get_env
+    key = (tuple(theme.dirs), tuple(sorted(theme.static_templates)))
+
+    def get_env() -> jinja2.Environment:
+        env = make_env()
+        list_templates = env.list_templates
+
+        def listing(extensions: Any = None, filter_func: Any = None) -> list[str]:
+            if extensions is not None or getattr(filter_func, "__qualname__", "") != _THEME_FILTER:
+                return list_templates(extensions, filter_func)
+            if key not in _THEME_FILES:
+                _THEME_FILES[key] = list_templates(extensions, filter_func)
+            return list(_THEME_FILES[key])
+
+        env.list_templates = listing  # type: ignore[method-assign]
+        return env
+
+    return get_env
+
+
 @functools.cache
 def _of_its_own() -> BasePlugin:
     """The plugin of every site :func:`build_site` builds: it leaves out the theme files the
     pages never load, and gives the build's Jinja environment this process's template
-    bytecode."""
+    bytecode and listing of the theme's files (a job builds a site per rank, a few ranks per
+    process)."""
     from mkdocs.plugins import BasePlugin
 
     class SiteOfItsOwn(BasePlugin):
         cache = _TemplateBytecode()
+
+        def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
+            config.theme.get_env = _listing_once(config.theme)  # type: ignore[method-assign]
+            return config
 
         def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
             drop_unread_theme_files(files, config)
