@@ -27,6 +27,7 @@ from tlsite.core.redact import Redactor, redaction_note
 from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
 
+from .alike_pages import share_alike_pages
 from .build import build_report
 from .csp import add_csp, add_csp_to_template
 from .diff_build import build_rank_diffs
@@ -59,6 +60,7 @@ def build_rank_report(
     trace.rank, trace.job_ranks = summary.rank, n_ranks  # its pages link back to the landing
     if redactor is not None:
         trace.notes.append(redaction_note(redactor))
+    share_alike_pages()  # the next rank this process builds converts its pages alike once
     # the ranks already run in parallel: each highlights in its own process, no helpers
     plugin = build_report(
         trace, site, raw_log=raw_log, highlight_workers=0, site_name=f"Rank {summary.rank}"
