@@ -2,7 +2,8 @@
 
 The ranks of a job compiled the same program: a rank's config page, and many of its compile
 pages, have the same Markdown as the rank built before it in the same worker process.
-:func:`render_alike` converts such a page once and gives the next ranks the same result.
+:func:`render_alike` converts such a page once and gives the next ranks the same result;
+:func:`sections_alike` divides the same HTML into search sections once.
 
 What the conversion read besides the Markdown is checked too: MkDocs resolves each relative
 link against the site's files (another rank may lack a page the link names), so the links
@@ -16,12 +17,15 @@ memory. A job's rank workers turn it on (:func:`share_alike_pages`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
+
+T = TypeVar("T")
 
 #: The most HTML kept (in characters) for the next ranks; the oldest pages go first.
 MAX_KEPT_CHARS = 32 * 1024 * 1024
@@ -56,26 +60,49 @@ def _what(file: File | None) -> tuple[str, bool] | None:
     return None if file is None else (file.url, file.inclusion.is_excluded())
 
 
-#: By (page src_uri, :func:`_key`), oldest first; None: not sharing.
-_kept: dict[tuple[str, str], _Converted] | None = None
-_kept_chars = 0
+class _Kept:
+    """Values kept by key, oldest first, up to :data:`MAX_KEPT_CHARS` of their HTML."""
+
+    def __init__(self) -> None:
+        self._values: dict[Any, tuple[Any, int]] = {}
+        self._chars = 0
+
+    def get(self, key: Any) -> Any:
+        found = self._values.get(key)
+        return None if found is None else found[0]
+
+    def put(self, key: Any, value: Any, chars: int) -> None:
+        if chars > MAX_KEPT_CHARS:
+            return
+        old = self._values.pop(key, None)
+        self._chars += chars - (old[1] if old is not None else 0)
+        self._values[key] = (value, chars)
+        while self._chars > MAX_KEPT_CHARS:
+            self._chars -= self._values.pop(next(iter(self._values)))[1]
+
+
+#: Conversions by (page src_uri, :func:`_key`), and search sections by the HTML's digest;
+#: None: not sharing.
+_converted: _Kept | None = None
+_sections: _Kept | None = None
 
 
 def share_alike_pages() -> None:
-    """From now on, keep each page's conversion for the next site this process builds."""
-    global _kept
-    if _kept is None:
-        _kept = {}
+    """From now on, keep each page's conversion and search sections for the next sites this
+    process builds."""
+    global _converted, _sections
+    if _converted is None:
+        _converted, _sections = _Kept(), _Kept()
 
 
 def render_alike(page: Page, config: MkDocsConfig, files: Files) -> None:
     """``Page.render(page, config, files)``, or the same result taken from a page of an
     earlier site with the same path, Markdown and link targets."""
-    if _kept is None:
+    if _converted is None:
         Page.render(page, config, files)
         return
     key = (page.file.src_uri, _key(page, config))
-    kept = _kept.get(key)
+    kept = _converted.get(key)
     if kept is not None and _same_targets(kept, files):
         page.content, page.toc, page._title_from_render = kept.content, kept.toc, kept.title
         page.present_anchor_ids = set(kept.anchors)
@@ -110,18 +137,24 @@ def _same_targets(kept: _Converted, files: Files) -> bool:
 
 
 def _keep(page: Page, key: tuple[str, str], lookups: dict[str, tuple[str, bool] | None]) -> None:
-    """Keep the page's conversion (the oldest go when they pass :data:`MAX_KEPT_CHARS`)."""
-    global _kept_chars
-    assert _kept is not None
+    assert _converted is not None
     content = page.content or ""
-    if len(content) > MAX_KEPT_CHARS:
-        return
     links: dict[str, dict[str, str]] | None = None
     if page.links_to_anchors is not None:
         links = {f.src_uri: dict(a) for f, a in page.links_to_anchors.items()}
     anchors = set(page.present_anchor_ids or ())
-    old = _kept.pop(key, None)
-    _kept[key] = _Converted(lookups, content, page.toc, page._title_from_render, anchors, links)
-    _kept_chars += len(content) - (len(old.content) if old is not None else 0)
-    while _kept_chars > MAX_KEPT_CHARS:
-        _kept_chars -= len(_kept.pop(next(iter(_kept))).content)
+    converted = _Converted(lookups, content, page.toc, page._title_from_render, anchors, links)
+    _converted.put(key, converted, len(content))
+
+
+def sections_alike(html: str, split: Callable[[str], list[T]]) -> list[T]:
+    """``split(html)`` (a page's search sections), the same list for the same HTML while
+    pages alike are shared (the sections are only read)."""
+    if _sections is None:
+        return split(html)
+    key = hashlib.md5(html.encode("utf-8", "surrogatepass"), usedforsecurity=False).digest()
+    found = _sections.get(key)
+    if found is None:
+        found = split(html)
+        _sections.put(key, found, len(html))
+    return found
