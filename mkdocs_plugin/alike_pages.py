@@ -11,13 +11,14 @@ looked up, and what they found (the target's URL and whether it is excluded), ar
 the result, and a page reuses it only when its own site answers the same.
 
 Off by default: a site of its own converts each page once, and keeping pages would only cost
-memory. A job's rank workers turn it on (:func:`share_alike_pages`).
+memory. A job's ranks are built within :func:`alike_pages_shared`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -81,24 +82,35 @@ class _Kept:
             self._chars -= self._values.pop(next(iter(self._values)))[1]
 
 
-#: Conversions by (page src_uri, :func:`_key`), and search sections by the HTML's digest;
-#: None: not sharing.
-_converted: _Kept | None = None
-_sections: _Kept | None = None
+#: Conversions by (page src_uri, :func:`_key`), and search sections by the HTML's digest,
+#: kept from one rank's site to the next in the same process.
+_converted = _Kept()
+_sections = _Kept()
+_sharing = False
 
 
-def share_alike_pages() -> None:
-    """From now on, keep each page's conversion and search sections for the next sites this
-    process builds."""
+@contextlib.contextmanager
+def alike_pages_shared() -> Iterator[None]:
+    """Within: convert each page, and divide its HTML into search sections, once for the
+    sites of this process's ranks (the next rank's site reuses what the last ones did)."""
+    global _sharing
+    _sharing = True
+    try:
+        yield
+    finally:
+        _sharing = False
+
+
+def forget_alike_pages() -> None:
+    """Drop what the ranks built in this process kept (the job is built)."""
     global _converted, _sections
-    if _converted is None:
-        _converted, _sections = _Kept(), _Kept()
+    _converted, _sections = _Kept(), _Kept()
 
 
 def render_alike(page: Page, config: MkDocsConfig, files: Files) -> None:
     """``Page.render(page, config, files)``, or the same result taken from a page of an
     earlier site with the same path, Markdown and link targets."""
-    if _converted is None:
+    if not _sharing:
         Page.render(page, config, files)
         return
     key = (page.file.src_uri, _key(page, config))
@@ -137,7 +149,6 @@ def _same_targets(kept: _Converted, files: Files) -> bool:
 
 
 def _keep(page: Page, key: tuple[str, str], lookups: dict[str, tuple[str, bool] | None]) -> None:
-    assert _converted is not None
     content = page.content or ""
     links: dict[str, dict[str, str]] | None = None
     if page.links_to_anchors is not None:
@@ -150,7 +161,7 @@ def _keep(page: Page, key: tuple[str, str], lookups: dict[str, tuple[str, bool] 
 def sections_alike(html: str, split: Callable[[str], list[T]]) -> list[T]:
     """``split(html)`` (a page's search sections), the same list for the same HTML while
     pages alike are shared (the sections are only read)."""
-    if _sections is None:
+    if not _sharing:
         return split(html)
     key = hashlib.md5(html.encode("utf-8", "surrogatepass"), usedforsecurity=False).digest()
     found = _sections.get(key)
