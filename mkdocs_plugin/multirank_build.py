@@ -1,8 +1,10 @@
 """Build one site for a multi-rank job: a landing page plus each rank's full report.
 
-Ranks are read in worker processes (:func:`tlsite.core.multirank.load_ranks`), and each worker
-also builds its rank's report into ``rank_<N>/`` while the rank's model is open, so memory is
-bounded by the largest rank, not the sum. The landing page compares the ranks' summaries.
+Ranks are read a few per worker (:func:`tlsite.core.multirank.load_ranks`: helper processes
+and this one), and each worker also builds its rank's report into ``rank_<N>/`` while the
+rank's model is open, so memory is bounded by the largest rank, not the sum; pages alike with
+an earlier rank's are converted once (:mod:`.alike_pages`), and the theme's files are the
+job's root's (:mod:`.job_theme`). The landing page compares the ranks' summaries.
 """
 
 from __future__ import annotations
