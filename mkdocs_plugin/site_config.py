@@ -197,8 +197,11 @@ def build_site(
         config_file=io.StringIO(yaml.safe_dump(config)),
         config_file_path=str(Path(config_dir) / "mkdocs.yml"),
     )
-    for name, plugin in {**(extra_plugins or {}), "tlsite_site": _of_its_own()}.items():
+    own = _of_its_own()
+    for name, plugin in {**(extra_plugins or {}), "tlsite_site": own}.items():
         cfg.plugins[name] = plugin
+    # a job builds a site per rank, a few ranks per process: theme work once per process
+    cfg.theme.get_env = _theme_env(cfg.theme, own.cache)  # type: ignore[attr-defined]
     # The CLI calls on_startup/on_shutdown around build(); build() itself does not.
     cfg.plugins.on_startup(command="build", dirty=False)
     # MkDocs dates every page with the day of the build, and the sitemap's gzip header carries
@@ -242,13 +245,17 @@ _THEME_FILES: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
 _THEME_FILTER = "Files.add_files_from_theme.<locals>.filter"
 
 
-def _listing_once(theme: Any) -> Any:
-    """``theme.get_env`` whose environments list the theme's static files once per process."""
+def _theme_env(theme: Any, cache: jinja2.BytecodeCache) -> Any:
+    """``theme.get_env`` whose environments list the theme's static files once per process
+    and keep their templates' bytecode in ``cache`` (Material's search plugin makes one of
+    its own to translate two strings, and compiled the language templates for it in every
+    build)."""
     make_env = theme.get_env
-    key = (tuple(theme.dirs), tuple(sorted(theme.static_templates)))
 
     def get_env() -> jinja2.Environment:
         env = make_env()
+        env.bytecode_cache = cache
+        key = (tuple(theme.dirs), tuple(sorted(theme.static_templates)))
         list_templates = env.list_templates
 
         def listing(extensions: Any = None, filter_func: Any = None) -> list[str]:
@@ -268,16 +275,11 @@ def _listing_once(theme: Any) -> Any:
 def _of_its_own() -> BasePlugin:
     """The plugin of every site :func:`build_site` builds: it leaves out the theme files the
     pages never load, and gives the build's Jinja environment this process's template
-    bytecode and listing of the theme's files (a job builds a site per rank, a few ranks per
-    process)."""
+    bytecode."""
     from mkdocs.plugins import BasePlugin
 
     class SiteOfItsOwn(BasePlugin):
         cache = _TemplateBytecode()
-
-        def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-            config.theme.get_env = _listing_once(config.theme)  # type: ignore[method-assign]
-            return config
 
         def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
             drop_unread_theme_files(files, config)
