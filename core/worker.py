@@ -144,24 +144,26 @@ def run_tasks(
     task that raises ends the run with its error (as it was, or as a :class:`RuntimeError`
     carrying the helper's traceback when it cannot be pickled); so does a helper that dies.
     With ``here``, this process is one of the ``workers``: it runs tasks too between the
-    helpers' answers, and one helper fewer is started (an interpreter and its imports). Each
-    helper then has its next task waiting, so that it works on while this process does.
+    helpers' answers, and one helper fewer is started (an interpreter and its imports); while
+    it runs one, each helper holds a second, so that it works on meanwhile.
     """
     todo = collections.deque(tasks)
     helpers = min(workers - 1 if here else workers, len(todo))
-    ahead = 2 if here else 1  # tasks a helper holds at once
     pool = [WorkerProcess(_TASK_SERVICE, function) for _ in range(max(helpers, 0))]
     held: dict[Connection, int] = {}  # a helper's answers -> tasks it holds
     by_answers = {worker.answers: worker for worker in pool}
     run = _function(function) if here else None
     try:
         for worker in pool:
-            _hand_out(worker, todo, held, ahead)
+            _hand_out(worker, todo, held, 1)
         while held or todo:
             if run is not None and todo:
                 ready = wait(list(held), timeout=0)
                 if not ready:
-                    yield run(todo.popleft())
+                    task = todo.popleft()
+                    for worker in pool:  # a second task each, to work on meanwhile
+                        _hand_out(worker, todo, held, 2)
+                    yield run(task)
                     continue
             else:
                 ready = wait(list(held))
@@ -176,7 +178,7 @@ def run_tasks(
                 held[worker.answers] -= 1
                 if not held[worker.answers]:
                     del held[worker.answers]
-                _hand_out(worker, todo, held, ahead)
+                _hand_out(worker, todo, held, 1)
                 yield value
     except BaseException:
         for worker in pool:
