@@ -2,11 +2,11 @@
 
 A 64-rank job is 64 logs, each as large as a single-rank trace. Holding 64 :class:`Trace`
 models at once would make memory grow with the sum of the logs, so each rank is read by
-:func:`~tlsite.core.load_source` in a worker process, reduced there to a :class:`RankSummary`
-(compile ids, cache statuses, collective schedules, runtime totals, tensor-metadata
-fingerprints, execution order, compile times, parity findings: a few hundred bytes per
-compile id), and the model is closed before the next rank starts. The parent's memory is
-then bounded by the largest rank (in a worker) plus the summaries, not by the sum.
+:func:`~tlsite.core.load_source` in a worker (a helper process, or this one), reduced there to
+a :class:`RankSummary` (compile ids, cache statuses, collective schedules, runtime totals,
+tensor-metadata fingerprints, execution order, compile times, parity findings: a few hundred
+bytes per compile id), and the model is closed before the worker's next rank starts. Memory
+is then bounded by the largest rank plus the summaries, not by the sum.
 
 Bulk data the file writers need later (chromium events, per-op runtime estimates) is spilled
 by the worker into ``workdir`` and only its path and count travel back.
@@ -428,6 +428,9 @@ class _Task:
     hook: RankHook | None
 
 
+_RUN_TASK = "tlsite.core.multirank:_run_task"
+
+
 def _run_task(task: _Task) -> RankSummary:
     """Worker entry point: read one rank, summarise it, close the model."""
     try:
@@ -519,7 +522,8 @@ def load_ranks(
                 if on_rank is not None:
                     on_rank(summaries[-1])
         else:
-            for summary in run_tasks("tlsite.core.multirank:_run_task", tasks, workers):
+            # this process reads and builds ranks too: one helper fewer to start
+            for summary in run_tasks(_RUN_TASK, tasks, workers, here=True):
                 summaries.append(summary)
                 if on_rank is not None:
                     on_rank(summary)

@@ -20,6 +20,7 @@ over code to highlight, the plugin files to zip) would otherwise stall on it.
 
 from __future__ import annotations
 
+import collections
 import importlib
 import json
 import os
@@ -133,30 +134,51 @@ def _serve(argv: list[str]) -> None:
         inbox.close()
 
 
-def run_tasks(function: str, tasks: Sequence[Any], workers: int) -> Iterator[Any]:
+def run_tasks(
+    function: str, tasks: Sequence[Any], workers: int, *, here: bool = False
+) -> Iterator[Any]:
     """``function(task)`` for each task, in up to ``workers`` helper processes; the results
     in the order they come.
 
     ``function`` is named ``"package.module:function"``; tasks and results are pickled. A
     task that raises ends the run with its error (as it was, or as a :class:`RuntimeError`
     carrying the helper's traceback when it cannot be pickled); so does a helper that dies.
+    With ``here``, this process is one of the ``workers``: it runs tasks too between the
+    helpers' answers, and one helper fewer is started (an interpreter and its imports); while
+    it runs one, each helper holds a second, so that it works on meanwhile.
     """
-    todo = iter(tasks)
-    pool = [WorkerProcess(_TASK_SERVICE, function) for _ in range(min(workers, len(tasks)))]
-    busy: dict[Connection, WorkerProcess] = {}
+    todo = collections.deque(tasks)
+    helpers = min(workers - 1 if here else workers, len(todo))
+    pool = [WorkerProcess(_TASK_SERVICE, function) for _ in range(max(helpers, 0))]
+    held: dict[Connection, int] = {}  # a helper's answers -> tasks it holds
+    by_answers = {worker.answers: worker for worker in pool}
+    run = _function(function) if here else None
     try:
         for worker in pool:
-            _next_task(worker, todo, busy)
-        while busy:
-            for answers in wait(list(busy)):
-                worker = busy.pop(answers)  # type: ignore[arg-type]
+            _hand_out(worker, todo, held, 1)
+        while held or todo:
+            if run is not None and todo:
+                ready = wait(list(held), timeout=0)
+                if not ready:
+                    task = todo.popleft()
+                    for worker in pool:  # a second task each, to work on meanwhile
+                        _hand_out(worker, todo, held, 2)
+                    yield run(task)
+                    continue
+            else:
+                ready = wait(list(held))
+            for answers in ready:
+                worker = by_answers[answers]  # type: ignore[index]
                 try:
                     failed, value = worker.receive()
                 except (EOFError, OSError) as error:
                     raise RuntimeError(f"a helper process stopped: {error!r}") from error
                 if failed:
                     raise value
-                _next_task(worker, todo, busy)
+                held[worker.answers] -= 1
+                if not held[worker.answers]:
+                    del held[worker.answers]
+                _hand_out(worker, todo, held, 1)
                 yield value
     except BaseException:
         for worker in pool:
@@ -170,20 +192,26 @@ def run_tasks(function: str, tasks: Sequence[Any], workers: int) -> Iterator[Any
 _TASK_SERVICE = "tlsite.core.worker:_task_service"
 
 
-def _next_task(worker: WorkerProcess, todo: Iterator[Any], busy: dict[Connection, Any]) -> None:
-    """Give ``worker`` the next task, if any is left (else it is told to finish)."""
-    task = next(todo, _END_OF_INPUT)
-    if task is _END_OF_INPUT:
+def _hand_out(
+    worker: WorkerProcess, todo: collections.deque[Any], held: dict[Connection, int], ahead: int
+) -> None:
+    """Give ``worker`` tasks until it holds ``ahead``; none left: it is told to finish."""
+    while held.get(worker.answers, 0) < ahead and todo:
+        worker.send(todo.popleft())
+        held[worker.answers] = held.get(worker.answers, 0) + 1
+    if not todo:
         worker.end_input()
-        return
-    worker.send(task)
-    busy[worker.answers] = worker
+
+
+def _function(name: str) -> Any:
+    """The function named ``"package.module:function"``."""
+    module_name, function_name = name.split(":")
+    return getattr(importlib.import_module(module_name), function_name)
 
 
 def _task_service(inbox: Connection, outbox: Connection, function: str) -> None:
     """Helper side of :func:`run_tasks`: answer ``(failed, result or error)`` per task."""
-    module_name, function_name = function.split(":")
-    run = getattr(importlib.import_module(module_name), function_name)
+    run = _function(function)
     while True:
         task = inbox.recv()  # EOFError once the input ends: _serve returns
         try:

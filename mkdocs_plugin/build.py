@@ -11,6 +11,8 @@ import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from mkdocs.plugins import BasePlugin
+
 from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
 from tlsite.core.render.highlight import Highlighter
@@ -30,6 +32,7 @@ def build_report(
     highlight_workers: int | None = None,
     on_file: Callable[[str], None] | None = None,
     highlighter: Highlighter | None = None,
+    extra_plugins: dict[str, BasePlugin] | None = None,
 ) -> TlsitePlugin:
     """Write the complete site for ``trace`` into ``site_dir`` (which must not exist yet).
 
@@ -39,6 +42,7 @@ def build_report(
     ``on_file`` is called with each file of the site as soon as it is final (for a bundle
     written during the build); files it was not called with are final when this returns.
     ``highlighter``: one that has been highlighting the trace's code while it was read.
+    ``extra_plugins``: more configured plugins for the build (see :func:`.site_config.build_site`).
     """
     plugin = TlsitePlugin(
         trace=trace,
@@ -61,5 +65,6 @@ def build_report(
             # themes print the site name unescaped; the trace's file name is untrusted text
             site_name=html.escape(site_name or f"tlsite: {trace.source}"),
         )
-        build_site(config, config_dir=scratch, extra_plugins={"tlsite": plugin})
+        plugins = {"tlsite": plugin, **(extra_plugins or {})}
+        build_site(config, config_dir=scratch, extra_plugins=plugins)
     return plugin

@@ -19,6 +19,8 @@ from mkdocs.structure.toc import get_toc
 
 from tlsite.core.store import PayloadRef, PayloadStore
 
+from .alike_pages import render_alike
+
 #: The table of contents of a page that is written (one for all: nothing reads them).
 _NO_TOC = get_toc([])
 #: The logger MkDocs reports broken links to anchors on (``Page.validate_anchor_links``).
@@ -57,7 +59,7 @@ class DeferredPage(Page):
         assert self._files is not None, "MkDocs renders every page before it writes any"
         self.markdown = self._store.read(self._body)
         self._body = None
-        super().render(config, self._files)
+        render_alike(self, config, self._files)  # a job's ranks: once for pages alike
 
     def release(self, config: MkDocsConfig) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).

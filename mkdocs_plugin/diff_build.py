@@ -25,6 +25,7 @@ from tlsite.core.render.diff_pages import render_pages
 from tlsite.core.render.templating import render_markdown
 
 from .csp import add_csp, add_csp_to_template
+from .job_theme import InJob
 from .site_config import build_site, site_config
 
 DIFF_JSON = "diff.json"
@@ -57,8 +58,9 @@ def write_diff_tree(diff: TraceDiff, docs: Path) -> list[str]:
     return written
 
 
-def build_diff_site(diff: TraceDiff, site_dir: Path) -> int:
-    """Write the diff site into ``site_dir`` (which must not exist yet); returns its pages."""
+def build_diff_site(diff: TraceDiff, site_dir: Path, *, in_job: bool = False) -> int:
+    """Write the diff site into ``site_dir`` (which must not exist yet); returns its pages.
+    ``in_job``: the site is a folder of a job's site, whose root has the theme's files."""
     logging.getLogger("mkdocs").setLevel(logging.ERROR)
     with scratch_folder("diff") as scratch:
         docs = Path(scratch) / "docs"
@@ -71,7 +73,10 @@ def build_diff_site(diff: TraceDiff, site_dir: Path) -> int:
         config["nav"] = [{"What changed": "index.md"}]
         policy = _DiffPolicy()
         policy.load_config({})
-        build_site(config, config_dir=scratch, extra_plugins={"tlsite_csp": policy})
+        plugins: dict[str, BasePlugin] = {"tlsite_csp": policy}
+        if in_job:
+            plugins["tlsite_job"] = InJob()
+        build_site(config, config_dir=scratch, extra_plugins=plugins)
     return len(pages)
 
 
@@ -126,7 +131,7 @@ def build_rank_diffs(
             if any(t.stats.not_a_trace() for t in traces):
                 continue
             diff = diff_traces(traces[0], traces[1])
-            build_diff_site(diff, site_dir / f"diff_{a}_{b}")
+            build_diff_site(diff, site_dir / f"diff_{a}_{b}", in_job=True)
         finally:
             for trace in traces:
                 trace.close()

@@ -1,8 +1,10 @@
 """Build one site for a multi-rank job: a landing page plus each rank's full report.
 
-Ranks are read in worker processes (:func:`tlsite.core.multirank.load_ranks`), and each worker
-also builds its rank's report into ``rank_<N>/`` while the rank's model is open, so memory is
-bounded by the largest rank, not the sum. The landing page compares the ranks' summaries.
+Ranks are read a few per worker (:func:`tlsite.core.multirank.load_ranks`: helper processes
+and this one), and each worker also builds its rank's report into ``rank_<N>/`` while the
+rank's model is open, so memory is bounded by the largest rank, not the sum; pages alike with
+an earlier rank's are converted once (:mod:`.alike_pages`), and the theme's files are the
+job's root's (:mod:`.job_theme`). The landing page compares the ranks' summaries.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from tlsite.core.redact import Redactor, redaction_note
 from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
 
+from .alike_pages import alike_pages_shared, forget_alike_pages
 from .build import build_report
 from .csp import add_csp, add_csp_to_template
 from .diff_build import build_rank_diffs
+from .job_theme import InJob
 from .site_config import build_site, site_config
 
 # Landing links point into the rank sites, which the landing's own MkDocs build cannot see.
@@ -59,10 +63,17 @@ def build_rank_report(
     trace.rank, trace.job_ranks = summary.rank, n_ranks  # its pages link back to the landing
     if redactor is not None:
         trace.notes.append(redaction_note(redactor))
-    # the ranks already run in parallel: each highlights in its own process, no helpers
-    plugin = build_report(
-        trace, site, raw_log=raw_log, highlight_workers=0, site_name=f"Rank {summary.rank}"
-    )
+    # the ranks already run in parallel: each highlights in its own process, no helpers;
+    # pages alike with those of the ranks this process built before are converted once
+    with alike_pages_shared():
+        plugin = build_report(
+            trace,
+            site,
+            raw_log=raw_log,
+            highlight_workers=0,
+            site_name=f"Rank {summary.rank}",
+            extra_plugins={"tlsite_job": InJob()},
+        )
     summary_line = f"{trace.stats.summary()}; found {plugin.found}"
     return {"summary": summary_line, "clean": trace.stats.is_clean}
 
@@ -89,6 +100,7 @@ def build_multirank(
     with load_ranks(
         resolved, jobs=jobs, export_mode=export_mode, per_rank=hook, on_rank=on_rank
     ) as ranks:
+        forget_alike_pages()  # what the ranks built in this process kept (jobs=1)
         summaries = list(ranks.ranks)
         for summary in summaries:
             if summary.empty:  # the rank logged nothing: its report says so
@@ -122,7 +134,8 @@ def _build_empty_rank(site_dir: Path, summary: RankSummary, n_ranks: int) -> Non
     try:
         trace.rank, trace.job_ranks = summary.rank, n_ranks
         trace.notes.append(f"The log of rank {summary.rank} is empty: it logged nothing.")
-        build_report(trace, site_dir / f"rank_{summary.rank}", highlight_workers=0)
+        site = site_dir / f"rank_{summary.rank}"
+        build_report(trace, site, highlight_workers=0, extra_plugins={"tlsite_job": InJob()})
     finally:
         trace.close()
 

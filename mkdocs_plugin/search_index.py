@@ -20,6 +20,8 @@ from typing import Any
 from material.plugins.search import plugin as material_search
 from material.plugins.search.plugin import SearchIndex
 
+from .alike_pages import sections_alike
+
 #: One token of HTML: a comment or declaration (ignored), a tag, or text.
 _TOKEN = re.compile(
     r"<!--.*?(?:-->|\Z)|<[!?][^>]*>?"
@@ -234,7 +236,7 @@ class ReportSearchIndex(SearchIndex):
         if material_search.jieba is not None:  # Chinese segmentation: Material's own way
             super().add_entry_from_context(page)
         else:
-            for section in sections(page.content):
+            for section in sections_alike(page.content, sections):  # a job's ranks: once
                 if section.excluded:
                     continue
                 entry = _entry(section, page, search)

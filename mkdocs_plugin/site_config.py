@@ -202,8 +202,11 @@ def build_site(
         config_file=io.StringIO(yaml.safe_dump(config)),
         config_file_path=str(Path(config_dir) / "mkdocs.yml"),
     )
-    for name, plugin in {**(extra_plugins or {}), "tlsite_site": _of_its_own()}.items():
+    own = _of_its_own()
+    for name, plugin in {**(extra_plugins or {}), "tlsite_site": own}.items():
         cfg.plugins[name] = plugin
+    # a job builds a site per rank, a few ranks per process: theme work once per process
+    cfg.theme.get_env = _theme_env(cfg.theme, own.cache)  # type: ignore[attr-defined]
     # The CLI calls on_startup/on_shutdown around build(); build() itself does not.
     cfg.plugins.on_startup(command="build", dirty=False)
     # MkDocs dates every page with the day of the build, and the sitemap's gzip header carries
@@ -236,6 +239,39 @@ class _ThemeLoader(jinja2.FileSystemLoader):
                 prefix = os.path.relpath(folder, root).replace(os.sep, "/")
                 found.update(name if prefix == "." else f"{prefix}/{name}" for name in files)
         return sorted(found)
+
+
+#: The theme's static files per (theme folders, static templates): MkDocs lists them by walking
+#: Material's folders (its 14,000 icon files included) in every build.
+_THEME_FILES: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+#: The filter ``Files.add_files_from_theme`` lists them with (it depends on the theme only).
+_THEME_FILTER = "Files.add_files_from_theme.<locals>.filter"
+
+
+def _theme_env(theme: Any, cache: jinja2.BytecodeCache) -> Any:
+    """``theme.get_env`` whose environments list the theme's static files once per process
+    and keep their templates' bytecode in ``cache`` (Material's search plugin makes one of
+    its own to translate two strings, and compiled the language templates for it in every
+    build)."""
+    make_env = theme.get_env
+
+    def get_env() -> jinja2.Environment:
+        env = make_env()
+        env.bytecode_cache = cache
+        key = (tuple(theme.dirs), tuple(sorted(theme.static_templates)))
+        list_templates = env.list_templates
+
+        def listing(extensions: Any = None, filter_func: Any = None) -> list[str]:
+            if extensions is not None or getattr(filter_func, "__qualname__", "") != _THEME_FILTER:
+                return list_templates(extensions, filter_func)
+            if key not in _THEME_FILES:
+                _THEME_FILES[key] = list_templates(extensions, filter_func)
+            return list(_THEME_FILES[key])
+
+        env.list_templates = listing  # type: ignore[method-assign]
+        return env
+
+    return get_env
 
 
 @functools.cache

@@ -183,6 +183,8 @@ def mappings_json(mappings: dict[str, Any]) -> Markup:
 
 def _asset(renderer: ReportRenderer, page_path: str, name: str) -> str:
     depth = (renderer.prefix + page_path).count("/")
+    if renderer.trace.job_ranks is not None:  # a rank of a job: the theme's files are the job's
+        depth += 1
     return "../" * depth + f"{ASSET_DIR}/{name}"
 
 
