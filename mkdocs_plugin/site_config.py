@@ -202,11 +202,10 @@ def build_site(
         config_file=io.StringIO(yaml.safe_dump(config)),
         config_file_path=str(Path(config_dir) / "mkdocs.yml"),
     )
-    own = _of_its_own()
-    for name, plugin in {**(extra_plugins or {}), "tlsite_site": own}.items():
+    for name, plugin in {**(extra_plugins or {}), "tlsite_site": _of_its_own()}.items():
         cfg.plugins[name] = plugin
     # a job builds a site per rank, a few ranks per process: theme work once per process
-    cfg.theme.get_env = _theme_env(cfg.theme, own.cache)  # type: ignore[attr-defined]
+    cfg.theme.get_env = _theme_env(cfg.theme)  # type: ignore[method-assign]
     # The CLI calls on_startup/on_shutdown around build(); build() itself does not.
     cfg.plugins.on_startup(command="build", dirty=False)
     # MkDocs dates every page with the day of the build, and the sitemap's gzip header carries
@@ -248,16 +247,19 @@ _THEME_FILES: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
 _THEME_FILTER = "Files.add_files_from_theme.<locals>.filter"
 
 
-def _theme_env(theme: Any, cache: jinja2.BytecodeCache) -> Any:
-    """``theme.get_env`` whose environments list the theme's static files once per process
-    and keep their templates' bytecode in ``cache`` (Material's search plugin makes one of
-    its own to translate two strings, and compiled the language templates for it in every
-    build)."""
+def _theme_env(theme: Any) -> Any:
+    """``theme.get_env`` whose environments list the theme's static files once per process,
+    without its hidden folders (:class:`_ThemeLoader`), and load every template compiled
+    (:func:`~tlsite.core.render.templating.bytecode_cache`, as tlsite's own templates are;
+    Material's search plugin makes an environment of its own to translate two strings)."""
+    from tlsite.core.render.templating import bytecode_cache
+
     make_env = theme.get_env
 
     def get_env() -> jinja2.Environment:
         env = make_env()
-        env.bytecode_cache = cache
+        env.loader = _ThemeLoader(theme.dirs)
+        env.bytecode_cache = bytecode_cache()
         key = (tuple(theme.dirs), tuple(sorted(theme.static_templates)))
         list_templates = env.list_templates
 
@@ -276,33 +278,13 @@ def _theme_env(theme: Any, cache: jinja2.BytecodeCache) -> Any:
 
 @functools.cache
 def _of_its_own() -> BasePlugin:
-    """The plugin of every site :func:`build_site` builds: it lists the theme's files
-    without its hidden folders (:class:`_ThemeLoader`), leaves out the theme files the pages
-    never load, and has the build's Jinja environment load the theme's templates compiled
-    (:func:`~tlsite.core.render.templating.bytecode_cache`, as tlsite's own templates are)."""
+    """The plugin of every site :func:`build_site` builds: it leaves out the theme files the
+    pages never load (the theme's environment is :func:`_theme_env`'s)."""
     from mkdocs.plugins import BasePlugin
 
-    from tlsite.core.render.templating import bytecode_cache
-
     class SiteOfItsOwn(BasePlugin):
-        def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-            theme = config.theme
-            theme_env = theme.get_env
-
-            def get_env() -> jinja2.Environment:
-                env = theme_env()
-                env.loader = _ThemeLoader(theme.dirs)
-                return env
-
-            theme.get_env = get_env  # type: ignore[method-assign]
-            return config
-
         def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
             drop_unread_theme_files(files, config)
             return files
-
-        def on_env(self, env: Any, /, *, config: Any, files: Any) -> Any:
-            env.bytecode_cache = bytecode_cache()
-            return env
 
     return SiteOfItsOwn()
