@@ -11,18 +11,39 @@ and :meth:`DeferredPage.convert` converts it just before the page is written.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
-from mkdocs.structure.pages import Page
-from mkdocs.structure.toc import get_toc
+from mkdocs.structure.pages import Page, _HTMLHandler
+from mkdocs.structure.toc import AnchorLink, get_toc
 
+from tlsite.core.render import fast_markdown
 from tlsite.core.store import PayloadRef, PayloadStore
+
+from .site_config import MARKDOWN_EXTENSIONS
 
 #: The table of contents of a page that is written (one for all: nothing reads them).
 _NO_TOC = get_toc([])
 #: The logger MkDocs reports broken links to anchors on (``Page.validate_anchor_links``).
 _ANCHOR_LOG = logging.getLogger("mkdocs.structure.pages")
+
+
+def _site_markdown(config: MkDocsConfig) -> bool:
+    """Whether the site converts Markdown with tlsite's own extensions and settings, the ones
+    :mod:`~tlsite.core.render.fast_markdown` reproduces."""
+    names = {next(iter(e)) if isinstance(e, dict) else e for e in MARKDOWN_EXTENSIONS}
+    settings = {k: v for e in MARKDOWN_EXTENSIONS if isinstance(e, dict) for k, v in e.items()}
+    # MkDocs adds its built-in fenced_code, which the subset has nothing for
+    return set(config.markdown_extensions) - {"fenced_code"} == names and all(
+        (config.mdx_configs or {}).get(name) == value for name, value in settings.items()
+    )
+
+
+def _toc_items(items: Iterable[AnchorLink]) -> Iterator[AnchorLink]:
+    for item in items:
+        yield item
+        yield from _toc_items(item.children)
 
 
 class DeferredPage(Page):
@@ -57,7 +78,21 @@ class DeferredPage(Page):
         assert self._files is not None, "MkDocs renders every page before it writes any"
         self.markdown = self._store.read(self._body)
         self._body = None
-        super().render(config, self._files)
+        converted = fast_markdown.convert(self.markdown) if _site_markdown(config) else None
+        if converted is None:
+            super().render(config, self._files)
+            return
+        # what Page.render sets, for a body whose only links are in raw HTML (not checked)
+        self.content, tokens = converted
+        self.toc = get_toc(tokens)
+        self.links_to_anchors = {}
+        ids = {item.id for item in _toc_items(self.toc)}
+        if _ANCHOR_LOG.isEnabledFor(config.validation.links.anchors):
+            parser = _HTMLHandler()  # ids in raw HTML, as MkDocs' preprocessor finds them
+            parser.feed(self.markdown)
+            parser.close()
+            ids |= parser.present_anchor_ids
+        self.present_anchor_ids = ids
 
     def release(self, config: MkDocsConfig) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).
