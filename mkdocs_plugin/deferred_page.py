@@ -5,7 +5,9 @@ MkDocs converts every page before it writes any (``_populate_page`` for all, the
 once, and a build's memory grew with the number of compile ids. A :class:`DeferredPage` is
 what MkDocs 1.6 lets a plugin put in ``File.page`` during ``on_files``: MkDocs reads its
 front matter (title and options) as usual, but its Markdown body waits in the payload store
-and :meth:`DeferredPage.convert` converts it just before the page is written.
+and :meth:`DeferredPage.convert` converts it just before the page is written: with
+:mod:`tlsite.core.render.fast_markdown` when the body is in its subset (a compile page),
+which gives the HTML and table of contents Python-Markdown would, else as MkDocs does.
 """
 
 from __future__ import annotations
