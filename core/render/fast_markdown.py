@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import cache
 from typing import Any
 
 from markdown.extensions.toc import nest_toc_tokens, slugify, strip_tags, unique
@@ -23,10 +24,16 @@ from markdown.extensions.toc import nest_toc_tokens, slugify, strip_tags, unique
 _RAW_TAGS = frozenset({"p", "div", "details", "table", "ol", "ul", "dl", "blockquote"})
 _RAW_START = re.compile(r"<([a-z]+)[\s>]")
 _PLACEHOLDER = r"<!--tlsite-(?:code|part):[A-Za-z0-9_-]+-->"
-_HEADING = re.compile(r"(#{1,6}) (.*?)(?: +\{ #([A-Za-z][A-Za-z0-9_-]*) \})?")
+_HEADING = re.compile(r"(#{1,6}) (.*)")
+_HEADING_ID = re.compile(r" +\{ #([A-Za-z][A-Za-z0-9_-]*) \}$")  # attr_list's, an id alone
+_MARKDOWN_ATTRIBUTE = re.compile(r"\smarkdown[\s=>]")
 #: Heading text as :func:`~.escape.md_text` writes it: backslash escapes, the entities it
-#: writes, and characters that no inline pattern of the site's extensions starts with.
-_HEADING_TOKEN = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|])|&(?:lt|gt|amp|#124);|[^\\`*_{}\[\]<>&]")
+#: writes, and characters that no inline pattern of the site's extensions starts with (no
+#: control characters either).
+_HEADING_TEXT = re.compile(
+    r"(?:\\[\\`*_{}\[\]()#+\-.!|]|&(?:lt|gt|amp|#124);|[^\\`*_{}\[\]<>&\x00-\x1f])+"
+)
+_ESCAPE = re.compile(r"\\(.)")
 #: An md_in_html block: ``<details ... markdown><summary>...</summary>`` or ``<div ...
 #: markdown>`` and an admonition title on the next line; then paragraphs of text, code and
 #: links, then placeholders, each after a blank line; a blank line and the closing tag.
@@ -128,34 +135,34 @@ def _heading(text: str) -> Chunk | None:
     match = _HEADING.fullmatch(text)
     if match is None:
         return None
-    hashes, content, anchor = match.groups()
+    hashes, content = match.groups()
+    anchor = _HEADING_ID.search(content)
+    if anchor is not None:
+        content = content[: anchor.start()]
     content = content.strip(" ")
-    tokens = list(_HEADING_TOKEN.finditer(content))
-    if (
-        not content
-        or content.endswith("#")  # closing hashes, which Python-Markdown drops
-        or sum(len(m.group(0)) for m in tokens) != len(content)
-        or any(ord(c) < 32 for c in content)
-    ):
+    # closing hashes, which Python-Markdown drops, are refused with the rest
+    if content.endswith("#") or not _HEADING_TEXT.fullmatch(content):
         return None
-    inner = "".join(
-        html.escape(m.group(1), quote=False) if m.group(1) else m.group(0) for m in tokens
-    )
-    return ("h", inner, len(hashes), anchor)
+    return ("h", _ESCAPE.sub(r"\1", content), len(hashes), anchor and anchor.group(1))
 
 
 def _raw_block(text: str) -> bool:
     """Whether ``text`` is one raw HTML block that Python-Markdown passes through as is: it
     opens with a block-level tag at its start and closes it at its end, only there."""
     start = _RAW_START.match(text)
-    if start is None or start.group(1) not in _RAW_TAGS or re.search(r"\smarkdown[\s=>]", text):
+    if start is None or start.group(1) not in _RAW_TAGS or _MARKDOWN_ATTRIBUTE.search(text):
         return False
     tag = start.group(1)
     if not text.endswith(f"</{tag}>"):
         return False
     depth = 0
-    for match in re.finditer(rf"<(/?){tag}[\s>]", text):
+    for match in _tag_pattern(tag).finditer(text):
         depth += -1 if match.group(1) else 1
         if depth == 0 and match.end() != len(text):
             return False
     return depth == 0
+
+
+@cache
+def _tag_pattern(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<(/?){tag}[\s>]")
