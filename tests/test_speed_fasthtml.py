@@ -38,7 +38,8 @@ TRACES = [
         for version in ("2.4", "2.6", "2.10", "2.15")
         for log in sorted((FIXTURE_TRACES / f"torch-{version}").glob("*.log"))
     ),
-    FIXTURE_TRACES / "compile_error" / "compile_error.log",
+    FIXTURE_TRACES / "compile_error" / "compile_error.log",  # <lambda> frames, failures
+    FIXTURE_TRACES / "cache_hits" / "cache_hits.log",
 ]
 
 
