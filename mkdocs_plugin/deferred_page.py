@@ -5,26 +5,48 @@ MkDocs converts every page before it writes any (``_populate_page`` for all, the
 once, and a build's memory grew with the number of compile ids. A :class:`DeferredPage` is
 what MkDocs 1.6 lets a plugin put in ``File.page`` during ``on_files``: MkDocs reads its
 front matter (title and options) as usual, but its Markdown body waits in the payload store
-and :meth:`DeferredPage.convert` converts it just before the page is written.
+and :meth:`DeferredPage.convert` converts it just before the page is written: with
+:mod:`tlsite.core.render.fast_markdown` when the body is in its subset (a compile page),
+which gives the HTML and table of contents Python-Markdown would, else as MkDocs does.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
-from mkdocs.structure.pages import Page
-from mkdocs.structure.toc import get_toc
+from mkdocs.structure.pages import Page, _HTMLHandler
+from mkdocs.structure.toc import AnchorLink, get_toc
 
+from tlsite.core.render import fast_markdown
 from tlsite.core.store import PayloadRef, PayloadStore
 
 from .alike_pages import render_alike
+from .site_config import MARKDOWN_EXTENSIONS
 
 #: The table of contents of a page that is written (one for all: nothing reads them).
 _NO_TOC = get_toc([])
 #: The logger MkDocs reports broken links to anchors on (``Page.validate_anchor_links``).
 _ANCHOR_LOG = logging.getLogger("mkdocs.structure.pages")
+
+
+def _site_markdown(config: MkDocsConfig) -> bool:
+    """Whether the site converts Markdown with tlsite's own extensions and settings, the ones
+    :mod:`~tlsite.core.render.fast_markdown` reproduces."""
+    names = {next(iter(e)) if isinstance(e, dict) else e for e in MARKDOWN_EXTENSIONS}
+    settings = {k: v for e in MARKDOWN_EXTENSIONS if isinstance(e, dict) for k, v in e.items()}
+    # MkDocs adds its built-in fenced_code, which the subset has nothing for
+    return set(config.markdown_extensions) - {"fenced_code"} == names and all(
+        (config.mdx_configs or {}).get(name) == value for name, value in settings.items()
+    )
+
+
+def _toc_items(items: Iterable[AnchorLink]) -> Iterator[AnchorLink]:
+    for item in items:
+        yield item
+        yield from _toc_items(item.children)
 
 
 class DeferredPage(Page):
@@ -59,7 +81,21 @@ class DeferredPage(Page):
         assert self._files is not None, "MkDocs renders every page before it writes any"
         self.markdown = self._store.read(self._body)
         self._body = None
-        render_alike(self, config, self._files)  # a job's ranks: once for pages alike
+        converted = fast_markdown.convert(self.markdown) if _site_markdown(config) else None
+        if converted is None:
+            render_alike(self, config, self._files)  # a job's ranks: once for pages alike
+            return
+        # what Page.render sets, for a body whose only links are in raw HTML (not checked)
+        self.content, tokens = converted
+        self.toc = get_toc(tokens)
+        self.links_to_anchors = {}
+        ids = {item.id for item in _toc_items(self.toc)}
+        if _ANCHOR_LOG.isEnabledFor(config.validation.links.anchors):
+            parser = _HTMLHandler()  # ids in raw HTML, as MkDocs' preprocessor finds them
+            parser.feed(self.markdown)
+            parser.close()
+            ids |= parser.present_anchor_ids
+        self.present_anchor_ids = ids
 
     def release(self, config: MkDocsConfig) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).

@@ -88,6 +88,26 @@ def h(value: object) -> Markup:
     return Markup(escaped.replace("{", "&#123;").replace("}", "&#125;"))
 
 
+def html_reason(value: object) -> Markup:
+    """:func:`md_reason` for a raw HTML block: each backtick pair as inline code, the rest
+    escaped by :func:`h`, all on one line."""
+    text = str(value).replace("\r", " ").replace("\n", " ")
+    parts, start = [], 0
+    for match in _CODE_SPAN.finditer(text):
+        parts += [h(text[start : match.start()]), f"<code>{h(match.group(1))}</code>"]
+        start = match.end()
+    parts.append(h(text[start:]))
+    return Markup("".join(parts))
+
+
+def html_link(text: object, url: object) -> Markup:
+    """:func:`external_link` for a raw HTML block."""
+    target = safe_url(url)
+    if target is None:
+        return Markup(f"{h(text)} (<code>{h(url)}</code>)")
+    return Markup(f'<a href="{h(target)}" rel="noopener noreferrer">{h(text)}</a>')
+
+
 def inert_html(markup: str) -> str:
     """HTML made for the site (inserted after Markdown) put into a Markdown page instead: the
     preprocessors of a user's site must not act on it either (see ``_PREPROCESSOR_SYNTAX``).

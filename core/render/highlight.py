@@ -108,7 +108,12 @@ def _pygments_lines(text: str, lang: str) -> str:
         return _plain_lines(text)
 
     def classified() -> Iterator[tuple[str | None, str]]:
-        for token_type, value in lex(text, lexer):
+        # lexed with its last line's newline, which line-based lexers (diff) need to read it
+        # as a line, then without it
+        tokens = list(lex(text + "\n", lexer))
+        if tokens and tokens[-1][1].endswith("\n"):
+            tokens[-1] = (tokens[-1][0], tokens[-1][1][:-1])
+        for token_type, value in tokens:
             ttype = token_type
             css = STANDARD_TYPES.get(ttype)
             while not css and ttype is not Token:

@@ -16,7 +16,7 @@ from typing import Any
 from ..store import read_slice
 from .code_terms import CodeSection
 from .escape import fence, inert_html
-from .highlight import CodeBlock, effective_lang, read_block_text
+from .highlight import BLOCK_ID, CodeBlock, effective_lang, highlight_html, read_block_text
 
 #: Above this size only the first lines are shown inline; the raw file has the rest.
 INLINE_LIMIT = 1_000_000
@@ -62,7 +62,27 @@ class PagePart:
         return self.text
 
 
-Block = CodeBlock | HtmlBlock | PagePart
+@dataclass(frozen=True, slots=True)
+class CodePart:
+    """A short code block in a page's text (a recompile's failed guard): highlighted into the
+    page with its :class:`PagePart` blocks, so that search finds it; ``tlsite markdown``
+    writes it as a fence, which a plain MkDocs build highlights."""
+
+    text: str
+    lang: str
+    css: str = ""  # a class for the block (``tlsite-wrap``: long lines wrap)
+
+    def html(self) -> str:
+        """The block as Python-Markdown's fences show it (no line numbers, no block id)."""
+        block = highlight_html(self.text, self.lang)
+        css = f" {self.css}" if self.css else ""
+        return block.replace(f' tlsite-lines" data-block="{BLOCK_ID}"', f'{css}"', 1)
+
+    def fence(self) -> str:
+        return fence(self.text, self.lang, attrs=f".{self.css}" if self.css else "")
+
+
+Block = CodeBlock | HtmlBlock | PagePart | CodePart
 
 
 @dataclass
@@ -84,7 +104,9 @@ class Page:
     def standalone_markdown(self) -> str:
         text = self.markdown
         for token, block in self.blocks.items():
-            if isinstance(block, (HtmlBlock, PagePart)):
+            if isinstance(block, CodePart):
+                content = block.fence()
+            elif isinstance(block, (HtmlBlock, PagePart)):
                 content = inert_html(block.html())
             else:
                 code = read_block_text(block)
@@ -99,7 +121,7 @@ def insert_parts(content: str, blocks: dict[str, Block]) -> str:
 
     def html(match: re.Match[str]) -> str:
         block = blocks.get(match.group(1))
-        return block.text if isinstance(block, PagePart) else match.group(0)
+        return block.html() if isinstance(block, (PagePart, CodePart)) else match.group(0)
 
     return PART_PLACEHOLDER_PATTERN.sub(html, content)
 
@@ -111,7 +133,12 @@ def dump_blocks(blocks: dict[str, Block]) -> str:
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
-_KINDS: dict[type, str] = {CodeBlock: "code", HtmlBlock: "html", PagePart: "part"}
+_KINDS: dict[type, str] = {
+    CodeBlock: "code",
+    HtmlBlock: "html",
+    PagePart: "part",
+    CodePart: "code-part",
+}
 _CLASSES = {kind: cls for cls, kind in _KINDS.items()}
 
 

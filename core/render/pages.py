@@ -52,6 +52,7 @@ from .page import (  # noqa: F401 (re-exported)
     PART_PLACEHOLDER,
     PLACEHOLDER_PATTERN,
     Block,
+    CodePart,
     HtmlBlock,
     Page,
     PagePart,
@@ -475,6 +476,25 @@ class ReportRenderer:
         context["summary_table"] = self._part(
             "summary", render("unit_summary.html", **context), blocks
         )
+        context["restart_code"] = [
+            self._code_part(f"restart-{n}", text, "text", blocks, "tlsite-wrap")
+            for n, text in enumerate(restart_reasons)
+        ]
+        context["failure_code"] = [
+            self._code_part(f"failure-{n}", f.description, "text", blocks, "tlsite-wrap")
+            for n, f in enumerate(failures)
+        ]
+        recompile = context["recompile"]
+        if recompile is not None:
+            code = {"reason": (recompile.reason, "text")}
+            if len(recompile.all_reasons) > 1:
+                code["all_reasons"] = ("\n".join(recompile.all_reasons), "text")
+            if recompile.guard_diff:
+                code["guard_diff"] = ("\n".join(recompile.guard_diff), "diff")
+            context["recompile_code"] = {
+                name: self._code_part(f"recompile-{name}", text, lang, blocks)
+                for name, (text, lang) in code.items()
+            }
         time = context["time"]
         context["time_tables"] = [
             self._part(
@@ -761,6 +781,14 @@ class ReportRenderer:
         """``html``, a part of the page's text, as a :class:`~.page.PagePart`: the page gets a
         placeholder that the build replaces as soon as it has converted the page."""
         blocks[token] = PagePart(html.strip())
+        return Markup(PART_PLACEHOLDER.format(token=token))
+
+    @staticmethod
+    def _code_part(
+        token: str, text: str, lang: str, blocks: dict[str, Block], css: str = ""
+    ) -> Markup:
+        """A short code block as a :class:`~.page.CodePart` (see :meth:`_part`)."""
+        blocks[token] = CodePart(text, lang, css)
         return Markup(PART_PLACEHOLDER.format(token=token))
 
     def _metrics_table(self, event: Event, token: str, blocks: dict) -> dict[str, Any]:

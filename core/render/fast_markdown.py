@@ -1,0 +1,168 @@
+"""Convert a compile page's body without Python-Markdown, when it is in a small subset.
+
+A recompile storm has thousands of compile pages, and Python-Markdown costs about a
+millisecond even on a body of headings only. In a site build, a compile page's body is made
+of ATX headings (with an attr_list id where given), raw HTML blocks from templates, and
+md_in_html blocks (``<details markdown>``, an admonition's ``<div markdown>``) around the
+placeholders of :mod:`.page`, which ``tlsite markdown`` fills with fences. For such a body,
+:func:`convert` returns exactly the HTML and table of contents that Python-Markdown makes
+with the site's extensions (toc with permalinks, attr_list, md_in_html...), slugs from the
+toc extension's own ``slugify`` and ``unique``. A body outside the subset gives None, and the
+page goes through Python-Markdown.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from functools import cache
+from typing import Any
+
+from markdown.extensions.toc import nest_toc_tokens, slugify, strip_tags, unique
+
+#: Python-Markdown's block-level tags that templates start raw HTML blocks with.
+_RAW_TAGS = frozenset({"p", "div", "details", "table", "ol", "ul", "dl", "blockquote"})
+_RAW_START = re.compile(r"<([a-z]+)[\s>]")
+_PLACEHOLDER = r"<!--tlsite-(?:code|part):[A-Za-z0-9_-]+-->"
+_HEADING = re.compile(r"(#{1,6}) (.*)")
+_HEADING_ID = re.compile(r" +\{ #([A-Za-z][A-Za-z0-9_-]*) \}$")  # attr_list's, an id alone
+_MARKDOWN_ATTRIBUTE = re.compile(r"\smarkdown[\s=>]")
+#: Heading text as :func:`~.escape.md_text` writes it: backslash escapes, the entities it
+#: writes, and characters that no inline pattern of the site's extensions starts with (no
+#: control characters either).
+_HEADING_TEXT = re.compile(
+    r"(?:\\[\\`*_{}\[\]()#+\-.!|]|&(?:lt|gt|amp|#124);|[^\\`*_{}\[\]<>&\x00-\x1f])+"
+)
+_ESCAPE = re.compile(r"\\(.)")
+#: An md_in_html block: ``<details ... markdown><summary>...</summary>`` or ``<div ...
+#: markdown>`` and an admonition title on the next line; then paragraphs of text, code and
+#: links, then placeholders, each after a blank line; a blank line and the closing tag.
+#: md_in_html writes it back with its attributes sorted, its children one per line.
+_INLINE = r'(?:[^<\n]|</?code>|<a href="[^"<>\n]*"(?: rel="noopener noreferrer")?>|</a>)*'
+_MD_BLOCK = re.compile(
+    r'<(details|div)((?: [a-z-]+(?:="[\w -]*")?)*) markdown>'
+    rf'(<summary>[^<>\n]*</summary>|\n<p class="admonition-title">{_INLINE}</p>)'
+    rf"((?:\n\n<p>{_INLINE}</p>)*)((?:\n\n{_PLACEHOLDER})*)\n\n</\1>"
+)
+_ATTRIBUTE = re.compile(r' ([a-z-]+)(?:="([\w -]*)")?')
+#: What Python-Markdown's preprocessors change or act on anywhere in the text: tabs and
+#: carriage returns (normalized), its placeholder markers, blank lines of spaces, and fences
+#: (superfences finds them inside raw HTML too).
+_REFUSED = re.compile(r"[\t\r\x02\x03]|^ +$|^ {0,3}(?:```|~~~)", re.MULTILINE)
+
+Chunk = tuple[str, str, int, str | None]  # (kind, html, heading level, explicit heading id)
+
+
+def convert(body: str) -> tuple[str, list[dict[str, Any]]] | None:
+    """``body``'s HTML and toc tokens as Python-Markdown makes them, or None if the body is not
+    in the subset (see the module docstring)."""
+    if _REFUSED.search(body):
+        return None
+    chunks = _chunks(body.strip("\n"))
+    if chunks is None:
+        return None
+    used = {anchor for kind, _, _, anchor in chunks if anchor}  # toc never changes these
+    counters: dict[str, int] = {}
+    out: list[str] = []
+    tokens: list[dict[str, Any]] = []
+    for kind, text, level, anchor in chunks:
+        if kind != "h":
+            out += (text, "\n\n" if kind == "raw" else "\n")
+            continue
+        name = strip_tags(text)
+        if not anchor:
+            anchor = unique(slugify(html.unescape(name), "-"), used, counters)
+        permalink = f'<a class="headerlink" href="#{anchor}" title="Permanent link">&para;</a>'
+        out += (f'<h{level} id="{anchor}">{text}{permalink}</h{level}>', "\n")
+        tokens.append(
+            {"level": level, "id": anchor, "name": name, "html": text, "data-toc-label": ""}
+        )
+    return "".join(out).strip(), nest_toc_tokens(tokens)
+
+
+def _chunks(text: str) -> list[Chunk] | None:
+    """The blocks of ``text``, each a heading (``"h"``), an md_in_html block (``"md"``) or a
+    raw HTML block (``"raw"``); None outside the subset."""
+    chunks: list[Chunk] = []
+    pos = 0
+    while pos < len(text):
+        block = _MD_BLOCK.match(text, pos)
+        if block is not None:
+            if block.end() != len(text) and not text.startswith("\n\n", block.end()):
+                return None
+            md_html = _md_block(*block.groups())
+            if md_html is None:
+                return None
+            chunks.append(("md", md_html, 0, None))
+            pos = block.end()
+        else:
+            end = text.find("\n\n", pos)
+            end = len(text) if end < 0 else end
+            chunk = _chunk(text[pos:end])
+            if chunk is None:
+                return None
+            chunks.append(chunk)
+            pos = end
+        while text.startswith("\n", pos):
+            pos += 1
+    return chunks
+
+
+def _chunk(text: str) -> Chunk | None:
+    """A block with no blank line in it: a heading, a placeholder or raw HTML."""
+    if text.startswith("#"):
+        return _heading(text)
+    if re.fullmatch(_PLACEHOLDER, text) or _raw_block(text):
+        return ("raw", text, 0, None)
+    return None
+
+
+def _md_block(
+    tag: str, attributes: str, child: str, paragraphs: str, placeholders: str
+) -> str | None:
+    """An md_in_html block as md_in_html writes it, or None for attributes it would change
+    other than by sorting them and giving bare ones their name as value."""
+    pairs = sorted((name, value or name) for name, value in _ATTRIBUTE.findall(attributes))
+    names = [name for name, _ in pairs]
+    if "id" in names or "markdown" in names or len(set(names)) < len(names):
+        return None
+    opening = "".join(f' {name}="{value}"' for name, value in pairs)
+    inner = "\n".join([child.strip("\n"), *paragraphs.split("\n\n")[1:], *placeholders.split()])
+    return f"<{tag}{opening}>\n{inner}\n</{tag}>"
+
+
+def _heading(text: str) -> Chunk | None:
+    match = _HEADING.fullmatch(text)
+    if match is None:
+        return None
+    hashes, content = match.groups()
+    anchor = _HEADING_ID.search(content)
+    if anchor is not None:
+        content = content[: anchor.start()]
+    content = content.strip(" ")
+    # closing hashes, which Python-Markdown drops, are refused with the rest
+    if content.endswith("#") or not _HEADING_TEXT.fullmatch(content):
+        return None
+    return ("h", _ESCAPE.sub(r"\1", content), len(hashes), anchor and anchor.group(1))
+
+
+def _raw_block(text: str) -> bool:
+    """Whether ``text`` is one raw HTML block that Python-Markdown passes through as is: it
+    opens with a block-level tag at its start and closes it at its end, only there."""
+    start = _RAW_START.match(text)
+    if start is None or start.group(1) not in _RAW_TAGS or _MARKDOWN_ATTRIBUTE.search(text):
+        return False
+    tag = start.group(1)
+    if not text.endswith(f"</{tag}>"):
+        return False
+    depth = 0
+    for match in _tag_pattern(tag).finditer(text):
+        depth += -1 if match.group(1) else 1
+        if depth == 0 and match.end() != len(text):
+            return False
+    return depth == 0
+
+
+@cache
+def _tag_pattern(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<(/?){tag}[\s>]")
