@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import html
 import json
 import os
+import posixpath
 import re
 import zipfile
 import zlib
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
+from urllib.parse import unquote
 
 from .source import printable_name
 from .worker import WorkerProcess
@@ -104,6 +107,11 @@ def _read_digest(source: BinaryIO, *, copy_to: Callable[[bytes], Any] | None = N
     return Digest.of(size, digest.digest())
 
 
+#: The class of a compile page's "raw file" link to tlparse's copy of an artifact (its file in the
+#: compile's folder) whose text the page shows in full. A storm's copies are a quarter of its
+#: zip: when the zip would pass the attachment limit even without the input's copies, these
+#: are left out (the manifest says which); a copy of text the page cuts short stays.
+ARTIFACT_COPY_CLASS = "tlsite-copy"
 #: The site's copies of the input: tlparse's ``raw.log`` (the log itself) and ``raw.jsonl``
 #: (its records again, as JSON lines), at the root or in each rank's folder. No page shows
 #: them, and a storm's or a many-rank job's make up a third of its zip: a bundle that would pass
@@ -113,12 +121,49 @@ RAW_JSONL = "raw.jsonl"
 INPUT_COPIES = (RAW_LOG, RAW_JSONL)  # kept in this order while the zip stays attachable
 _INPUT_COPY = re.compile(r"(?:rank_\d+/)?(raw\.log|raw\.jsonl)")
 _SAMPLE_BYTES = 4 << 20
+_ENTRY_HEADERS = 30 + 46  # a zip entry's local header and directory record, besides its name
 _LEFT_OUT_WHY = {
+    ARTIFACT_COPY_CLASS: "tlparse's copy of an artifact whose text its compile page shows in full: "
+    "with these the zip would pass GitHub's 25 MB attachment limit (they are in the site folder)",
     RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB attachment limit "
     "(it is in the site folder; attach the trace gzipped if asked)",
     RAW_JSONL: "the input log's records again, as tlparse writes them: with them the zip would "
     "pass GitHub's 25 MB attachment limit (it is in the site folder)",
 }
+
+
+_ARTIFACT_FILE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+")  # a file in a compile's folder
+_COMPILE_PAGE = "index.html"
+_COPY_LINK = re.compile(rf'<a href="([^"]+)" class="{ARTIFACT_COPY_CLASS}"')
+
+
+def _deferred(name: str) -> bool:
+    """Whether the site file ``name`` goes into the zip only once it is known to fit: a copy of
+    the input, or an artifact's file in a compile's folder (its page says if it is a copy)."""
+    if input_copy_kind(name) is not None:
+        return True
+    return (
+        _ARTIFACT_FILE.fullmatch(name) is not None
+        and not name.endswith(".html")  # tlparse's own pages stay
+    )
+
+
+def artifact_copies(site: Path, listing: Sequence[str]) -> list[str]:
+    """The files of ``listing`` that a compile page links as a copy of text it shows in full
+    (see :data:`ARTIFACT_COPY_CLASS`), in listing order."""
+    present = set(listing)
+    copies: set[str] = set()
+    for name in listing:
+        folder, _, base = name.rpartition("/")
+        if base != _COMPILE_PAGE or _ARTIFACT_FILE.fullmatch(name) is None:
+            continue
+        with open(os.path.join(site, name), encoding="utf-8", errors="replace") as page:
+            hrefs = _COPY_LINK.findall(page.read())
+        for href in hrefs:
+            target = posixpath.normpath(posixpath.join(folder, unquote(html.unescape(href))))
+            if target in present and _deferred(target) and input_copy_kind(target) is None:
+                copies.add(target)
+    return [name for name in listing if name in copies]
 
 
 def input_copy_kind(name: str) -> str | None:
@@ -128,18 +173,20 @@ def input_copy_kind(name: str) -> str | None:
 
 
 def compressed_estimate(paths: Sequence[Path]) -> int:
-    """About how many bytes ``paths`` take in a zip: a deflated sample of the first bytes
-    (up to a few MB, across files: a job's ranks log alike), scaled up to their size."""
+    """About how many bytes ``paths`` take in a zip: a deflated sample (up to a few MB: the
+    first bytes of a big file, every so many of many small ones, each deflated on its own as
+    a zip entry is), scaled up to their size, plus each entry's headers."""
     size = sum(path.stat().st_size for path in paths)
-    sample = b""
-    for path in paths:
+    sampled = deflated = 0
+    for path in paths[:: max(1, size // _SAMPLE_BYTES)]:
         with open(path, "rb") as source:
-            sample += source.read(_SAMPLE_BYTES - len(sample))
-        if len(sample) >= _SAMPLE_BYTES:
+            chunk = source.read(max(_SAMPLE_BYTES - sampled, 1 << 16))
+        sampled += len(chunk)
+        deflated += len(zlib.compress(chunk, 6))
+        if sampled >= _SAMPLE_BYTES:
             break
-    if not sample:
-        return 0
-    return int(len(zlib.compress(sample, 6)) * size / len(sample))
+    headers = sum(_ENTRY_HEADERS + 2 * len(str(path)) for path in paths)  # names: at most this
+    return (int(deflated * size / sampled) if sampled else 0) + headers
 
 
 #: The bundle formats ``--bundle`` accepts ("none" writes no bundle).
@@ -369,19 +416,28 @@ def _complete_zip(
         digests.clear()
         mode = "w"
     del on_disk
+    copies = artifact_copies(site, listing)
     with _open_zip(tmp, mode) as archive:
         for name in listing:
             _add_site_file(archive, site, name, digests)
+        optional = {*copies, *(name for name in listing if input_copy_kind(name) is not None)}
+        for name in listing:  # the deferred files that are not copies of what a page shows
+            if _deferred(name) and name not in optional:
+                _add_to_zip(archive, os.path.join(site, name), f"{site.name}/{name}")
     del archive  # before the archive is opened again, below
     size = tmp.stat().st_size
     kept: list[str] = []
     left_out: dict[str, str] = {}
-    for kind in INPUT_COPIES:
-        names = [name for name in listing if input_copy_kind(name) == kind]
+    for kind in (ARTIFACT_COPY_CLASS, *INPUT_COPIES):
+        if kind == ARTIFACT_COPY_CLASS:
+            names = copies
+        else:
+            names = [name for name in listing if input_copy_kind(name) == kind]
         if not names:
             continue
         estimate = compressed_estimate([site / name for name in names])
-        if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
+        # the input's copies go before a page's: none is kept once those are left out
+        if size + estimate <= GITHUB_ATTACHMENT_LIMIT and not set(copies) & left_out.keys():
             kept += names
             size += estimate
         else:
@@ -414,7 +470,7 @@ def _add_site_file(
     if name in digests or name == MANIFEST_NAME:
         return
     path = os.path.join(site, name)  # text: a Path apiece would intern every name
-    if input_copy_kind(name) is not None:
+    if _deferred(name):
         digests[name] = _file_digest(path)
     else:
         digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")

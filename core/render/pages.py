@@ -35,6 +35,7 @@ from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
+from ..bundle import ARTIFACT_COPY_CLASS
 from ..handlers import SYMBOLIC_TYPES
 from ..limits import ITEMS_PER_SECTION, ROWS, SECTIONS, Shown, shown
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
@@ -466,7 +467,7 @@ class ReportRenderer:
             if a["link_url"]:
                 continue
             href = url_path(a["raw_href"]) if a["raw_href"] else None
-            facts = render("artifact_facts.html", a=a, href=href)
+            facts = render("artifact_facts.html", a=a, href=href, copy_class=ARTIFACT_COPY_CLASS)
             a["facts"] = self._part(f"facts-{a['number']}", facts, blocks)
         stack = macro("_macros.md", "stack_block")(
             unit.stack, "Stack that triggered this compile", open=False
