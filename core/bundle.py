@@ -329,8 +329,8 @@ class ZipWriter:
     ``background``, a :class:`~.worker.WorkerProcess` compresses each file as soon as it is
     final, on the other core, while this process renders pages (a thread would wait for
     the GIL at every chunk). :meth:`add` names a file that will not change again;
-    :meth:`finish` has every other file of the site added in path order, the copies of the
-    input that fit (see :data:`INPUT_COPIES`) and the manifest, from the digests taken while
+    :meth:`finish` has every other file of the site added in path order, the copies that
+    fit (see :func:`_complete_zip`) and the manifest, from the digests taken while
     compressing (:func:`_complete_zip`, in the worker when there is one), and moves it into
     place. Without files handed over early, the entries are in path order, and the same site
     always gives the same bytes.
@@ -400,12 +400,13 @@ def _complete_zip(
     version: str,
     extra: dict[str, Any],
 ) -> None:
-    """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the input copies.
+    """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the copies.
 
     ``digests`` lists the files already in ``tmp`` (``mode`` "a"; "w" starts a new archive).
     A file that changed after it was compressed starts the archive again from the finished
-    folder. The copies of the input go in last, each kind only if the archive stays
-    attachable with it (see :data:`INPUT_COPIES`); the manifest says which were left out.
+    folder. The copies go in last, each group only if the archive stays attachable with it:
+    first tlparse's copies of what the compile pages show (:data:`ARTIFACT_COPY_CLASS`), then
+    the input's (see :data:`INPUT_COPIES`); the manifest says which were left out.
     """
     listing = site_listing(site)
     on_disk = set(listing)
@@ -428,16 +429,15 @@ def _complete_zip(
     size = tmp.stat().st_size
     kept: list[str] = []
     left_out: dict[str, str] = {}
-    for kind in (ARTIFACT_COPY_CLASS, *INPUT_COPIES):
-        if kind == ARTIFACT_COPY_CLASS:
-            names = copies
-        else:
-            names = [name for name in listing if input_copy_kind(name) == kind]
+    groups = {ARTIFACT_COPY_CLASS: copies}
+    for kind in INPUT_COPIES:
+        groups[kind] = [name for name in listing if input_copy_kind(name) == kind]
+    for kind, names in groups.items():
         if not names:
             continue
         estimate = compressed_estimate([site / name for name in names])
-        # the input's copies go before a page's: none is kept once those are left out
-        if size + estimate <= GITHUB_ATTACHMENT_LIMIT and not set(copies) & left_out.keys():
+        # the input's copies go before the pages' copies: none stays once those are left out
+        if size + estimate <= GITHUB_ATTACHMENT_LIMIT and not (copies and copies[0] in left_out):
             kept += names
             size += estimate
         else:
@@ -464,8 +464,9 @@ def _add_site_file(
 ) -> None:
     """Deflate the site's file ``name`` into ``archive`` once, recording its digest.
 
-    The manifest is written last, and the copies of the input are only hashed:
-    :func:`_complete_zip` adds them once it knows whether the archive stays attachable.
+    The manifest is written last, and the copies of the input and the files of a compile's
+    folder are only hashed: :func:`_complete_zip` adds them once it knows which are copies
+    of what a page shows and whether the archive stays attachable with those.
     """
     if name in digests or name == MANIFEST_NAME:
         return
