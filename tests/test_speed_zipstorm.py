@@ -104,3 +104,19 @@ def test_the_summary_says_what_the_zip_left_out(
 def test_the_overview_says_a_zip_may_leave_out_the_artifacts_raw_files(storm_site: Path) -> None:
     text = (storm_site / "index.html").read_text(encoding="utf-8")
     assert "each artifact&rsquo;s raw file whose text" in text or "raw file whose text" in text
+
+
+def test_a_storm_compile_page_lists_every_checked_cache_entry_in_a_light_block(
+    storm_site: Path,
+) -> None:
+    """Compile ``[0/k]`` of a storm checked ``k`` cache entries: the list of their failed
+    guards grows with the square of the storm, and as a Markdown code block each line carried
+    an anchor and a link (three ids) that made it most of a real storm's compile pages."""
+    page = (storm_site / "-_0_6_0" / "index.html").read_text(encoding="utf-8")
+    start = page.index("All 6 cache entries that were checked")
+    block = page[start : page.index("</details>", start)]
+    text = html.unescape(re.sub(r"<[^>]+>", "", block.split("</summary>", 1)[1]))
+    entries = [line.strip() for line in text.strip().splitlines()]
+    assert entries == [f"0/{k}: L['i'] == {k}" for k in range(5, -1, -1)]
+    assert "__codelineno" not in block
+    assert len(block) < 2 * len(text)  # the markup is not several times the text

@@ -432,6 +432,7 @@ class ReportRenderer:
             "graph_breaks": self._breaks_of.get(id(unit), []),
             "interrupted": self._interrupted_of.get(id(unit)),
             "recompile": self._recompile_of.get(id(unit)),
+            "all_reasons": self._all_reasons(self._recompile_of.get(id(unit)), blocks),
             "time": self._time_of(unit),
             "outside": [t for t in self.times if t.label] if outside else [],
             "aoti_code": [a for a in unit.artifacts if a.name.startswith(AOTI_CODE)],
@@ -749,6 +750,19 @@ class ReportRenderer:
             for a in artifacts
         ]
         return self._html_block("artifact-rows", render("artifact_rows.html", rows=rows), blocks)
+
+    def _all_reasons(self, recompile: Any, blocks: dict[str, Block]) -> Markup | None:
+        """The guard that failed for every cache entry checked, as a code block kept in the
+        store: compile ``[f/k]`` of a storm checked ``k`` entries, so these blocks grow with
+        the square of the compile count, and a Markdown code block's per-line anchors were
+        most of a storm's compile pages."""
+        if recompile is None or len(recompile.all_reasons) < 2:
+            return None
+        store = self.trace.store
+        source = store.put("\n".join(recompile.all_reasons))
+        token = "all-reasons"
+        blocks[token] = CodeBlock(store.pack_file, source.offset, source.size, source.md5, "text")
+        return Markup(CODE_PLACEHOLDER.format(token=token))
 
     def _html_block(self, token: str, html: str, blocks: dict) -> Markup:
         """Keep ``html`` in the store; the page gets a placeholder for it."""
