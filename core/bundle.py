@@ -27,8 +27,9 @@ from urllib.parse import unquote
 from .source import printable_name
 from .worker import WorkerProcess
 
-#: GitHub's limit for a file attached to an issue.
-GITHUB_ATTACHMENT_LIMIT = 25 * 1024 * 1024
+#: GitHub's limit for a file attached to an issue: "25 MB", read as the smaller, decimal
+#: megabytes (a zip of 25.9 MB under a limit of 25 MiB was called attachable).
+GITHUB_ATTACHMENT_LIMIT = 25_000_000
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # deterministic archives: same input, same bytes
 _FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (for .7z)
 
@@ -122,6 +123,7 @@ INPUT_COPIES = (RAW_LOG, RAW_JSONL)  # kept in this order while the zip stays at
 _INPUT_COPY = re.compile(r"(?:rank_\d+/)?(raw\.log|raw\.jsonl)")
 _SAMPLE_BYTES = 4 << 20
 _ENTRY_HEADERS = 30 + 46  # a zip entry's local header and directory record, besides its name
+_MANIFEST_LINE = 64  # about what a file's line in the manifest deflates to (its SHA-256: 32)
 _LEFT_OUT_WHY = {
     ARTIFACT_COPY_CLASS: "tlparse's copy of an artifact whose text its compile page shows in full: "
     "with these the zip would pass GitHub's 25 MB attachment limit (they are in the site folder)",
@@ -426,7 +428,7 @@ def _complete_zip(
             if _deferred(name) and name not in optional:
                 _add_to_zip(archive, os.path.join(site, name), f"{site.name}/{name}")
     del archive  # before the archive is opened again, below
-    size = tmp.stat().st_size
+    size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE  # the manifest goes in too
     kept: list[str] = []
     left_out: dict[str, str] = {}
     groups = {ARTIFACT_COPY_CLASS: copies}
