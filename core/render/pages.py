@@ -45,7 +45,7 @@ from . import extra_pages
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import kernel_stack_traces, pretty_json
 from .escape import safe_url, url_path
-from .highlight import CodeBlock, Highlighter
+from .highlight import BLOCK_ID, CodeBlock, Highlighter, highlight_html
 from .page import (  # noqa: F401 (re-exported)
     CODE_PLACEHOLDER,
     INLINE_HEAD_LINES,
@@ -753,16 +753,13 @@ class ReportRenderer:
 
     def _all_reasons(self, recompile: Any, blocks: dict[str, Block]) -> Markup | None:
         """The guard that failed for every cache entry checked, as a code block kept in the
-        store: compile ``[f/k]`` of a storm checked ``k`` entries, so these blocks grow with
-        the square of the compile count, and a Markdown code block's per-line anchors were
-        most of a storm's compile pages."""
+        store and put in after search indexing, like an artifact's: compile ``[f/k]`` of a
+        storm checked ``k`` entries, so these blocks grow with the square of the compile
+        count, and a Markdown code block's per-line anchors were most of a storm's pages."""
         if recompile is None or len(recompile.all_reasons) < 2:
             return None
-        store = self.trace.store
-        source = store.put("\n".join(recompile.all_reasons))
-        token = "all-reasons"
-        blocks[token] = CodeBlock(store.pack_file, source.offset, source.size, source.md5, "text")
-        return Markup(CODE_PLACEHOLDER.format(token=token))
+        block = highlight_html("\n".join(recompile.all_reasons), "text")  # plain: no lexer
+        return self._html_block("all-reasons", block.replace(BLOCK_ID, "all-reasons"), blocks)
 
     def _html_block(self, token: str, html: str, blocks: dict) -> Markup:
         """Keep ``html`` in the store; the page gets a placeholder for it."""
