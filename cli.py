@@ -22,6 +22,8 @@ from tlsite.core.output import BuildOutcome
 from tlsite.terminal import safe, say
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from tlsite.core.redact import Redactor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
@@ -609,11 +611,7 @@ def _print_summary(outcome: BuildOutcome) -> None:
         mb = outcome.bundle_size / 1e6
         lines.append(f"Bundle: {outcome.bundle} ({mb:.1f} MB) — attach it to a GitHub issue")
         if left := left_out_of_zip(outcome.site):
-            kinds = " and ".join(sorted({name.rsplit("/", 1)[-1] for name in left}))
-            lines.append(
-                f"Note: {kinds} (copies of the input log) left out of the zip to keep it under "
-                "GitHub's 25 MB attachment limit; they are in the site folder."
-            )
+            lines.append(_left_out_note(left))
         if outcome.bundle_size > GITHUB_ATTACHMENT_LIMIT:
             lines.append(
                 "Warning: the bundle is over GitHub's 25 MB attachment limit. To shrink it: "
@@ -625,6 +623,24 @@ def _print_summary(outcome: BuildOutcome) -> None:
     )
     lines.append(f"Built in {outcome.seconds:.1f} s.")
     say("\n".join(lines))
+
+
+def _left_out_note(left: Mapping[str, str]) -> str:
+    """The summary's note on the files the zip left out (the manifest lists each)."""
+    from tlsite.core.bundle import input_copy_kind
+
+    kinds = sorted({kind for name in left if (kind := input_copy_kind(name))})
+    parts = [f"{' and '.join(kinds)} (copies of the input log)"] if kinds else []
+    if copies := sum(1 for name in left if input_copy_kind(name) is None):
+        parts.append(
+            f"{copies:,} raw artifact file{'s' if copies != 1 else ''} (tlparse's copies of "
+            "text the compile pages show in full; their 'raw file' links work in the site "
+            "folder only)"
+        )
+    return (
+        f"Note: {' and '.join(parts)} left out of the zip to keep it under GitHub's 25 MB "
+        "attachment limit; they are in the site folder and listed in manifest.json."
+    )
 
 
 def _can_open_browser() -> bool:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import html
 import json
 import os
+import posixpath
 import re
 import zipfile
 import zlib
@@ -20,12 +22,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
+from urllib.parse import unquote
 
 from .source import printable_name
 from .worker import WorkerProcess
 
-#: GitHub's limit for a file attached to an issue.
-GITHUB_ATTACHMENT_LIMIT = 25 * 1024 * 1024
+#: GitHub's limit for a file attached to an issue: "25 MB", read as the smaller, decimal
+#: megabytes (a zip of 25.9 MB under a limit of 25 MiB was called attachable).
+GITHUB_ATTACHMENT_LIMIT = 25_000_000
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # deterministic archives: same input, same bytes
 _FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (for .7z)
 
@@ -104,6 +108,11 @@ def _read_digest(source: BinaryIO, *, copy_to: Callable[[bytes], Any] | None = N
     return Digest.of(size, digest.digest())
 
 
+#: The class of a compile page's "raw file" link to tlparse's copy of an artifact (its file in the
+#: compile's folder) whose text the page shows in full. A storm's copies are a quarter of its
+#: zip: when the zip would pass the attachment limit even without the input's copies, these
+#: are left out (the manifest says which); a copy of text the page cuts short stays.
+ARTIFACT_COPY_CLASS = "tlsite-copy"
 #: The site's copies of the input: tlparse's ``raw.log`` (the log itself) and ``raw.jsonl``
 #: (its records again, as JSON lines), at the root or in each rank's folder. No page shows
 #: them, and a storm's or a many-rank job's make up a third of its zip: a bundle that would pass
@@ -117,12 +126,50 @@ _SAMPLE_BYTES = 4 << 20
 #: blocks deflate falls back to on data that does not compress; for files up to a few
 #: hundred megabytes).
 _DEFLATE_OVERHEAD = 64 << 10
+_ENTRY_HEADERS = 30 + 46  # a zip entry's local header and directory record, besides its name
+_MANIFEST_LINE = 64  # about what a file's line in the manifest deflates to (its SHA-256: 32)
 _LEFT_OUT_WHY = {
+    ARTIFACT_COPY_CLASS: "tlparse's copy of an artifact whose text its compile page shows in full: "
+    "with these the zip would pass GitHub's 25 MB attachment limit (they are in the site folder)",
     RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB attachment limit "
     "(it is in the site folder; attach the trace gzipped if asked)",
     RAW_JSONL: "the input log's records again, as tlparse writes them: with them the zip would "
     "pass GitHub's 25 MB attachment limit (it is in the site folder)",
 }
+
+
+_ARTIFACT_FILE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+")  # a file in a compile's folder
+_COMPILE_PAGE = "index.html"
+_COPY_LINK = re.compile(rf'<a href="([^"]+)" class="{ARTIFACT_COPY_CLASS}"')
+
+
+def _deferred(name: str) -> bool:
+    """Whether the site file ``name`` goes into the zip only once it is known to fit: a copy of
+    the input, or an artifact's file in a compile's folder (its page says if it is a copy)."""
+    if input_copy_kind(name) is not None:
+        return True
+    return (
+        _ARTIFACT_FILE.fullmatch(name) is not None
+        and not name.endswith(".html")  # tlparse's own pages stay
+    )
+
+
+def artifact_copies(site: Path, listing: Sequence[str]) -> list[str]:
+    """The files of ``listing`` that a compile page links as a copy of text it shows in full
+    (see :data:`ARTIFACT_COPY_CLASS`), in listing order."""
+    present = set(listing)
+    copies: set[str] = set()
+    for name in listing:
+        folder, _, base = name.rpartition("/")
+        if base != _COMPILE_PAGE or _ARTIFACT_FILE.fullmatch(name) is None:
+            continue
+        with open(os.path.join(site, name), encoding="utf-8", errors="replace") as page:
+            hrefs = _COPY_LINK.findall(page.read())
+        for href in hrefs:
+            target = posixpath.normpath(posixpath.join(folder, unquote(html.unescape(href))))
+            if target in present and _deferred(target) and input_copy_kind(target) is None:
+                copies.add(target)
+    return [name for name in listing if name in copies]
 
 
 def input_copy_kind(name: str) -> str | None:
@@ -132,18 +179,20 @@ def input_copy_kind(name: str) -> str | None:
 
 
 def compressed_estimate(paths: Sequence[Path]) -> int:
-    """About how many bytes ``paths`` take in a zip: a deflated sample of the first bytes
-    (up to a few MB, across files: a job's ranks log alike), scaled up to their size."""
+    """About how many bytes ``paths`` take in a zip: a deflated sample (up to a few MB: the
+    first bytes of a big file, every so many of many small ones, each deflated on its own as
+    a zip entry is), scaled up to their size, plus each entry's headers."""
     size = sum(path.stat().st_size for path in paths)
-    sample = b""
-    for path in paths:
+    sampled = deflated = 0
+    for path in paths[:: max(1, size // _SAMPLE_BYTES)]:
         with open(path, "rb") as source:
-            sample += source.read(_SAMPLE_BYTES - len(sample))
-        if len(sample) >= _SAMPLE_BYTES:
+            chunk = source.read(max(_SAMPLE_BYTES - sampled, 1 << 16))
+        sampled += len(chunk)
+        deflated += len(zlib.compress(chunk, 6))
+        if sampled >= _SAMPLE_BYTES:
             break
-    if not sample:
-        return 0
-    return int(len(zlib.compress(sample, 6)) * size / len(sample))
+    headers = sum(_ENTRY_HEADERS + 2 * len(str(path)) for path in paths)  # names: at most this
+    return (int(deflated * size / sampled) if sampled else 0) + headers
 
 
 #: The bundle formats ``--bundle`` accepts ("none" writes no bundle).
@@ -286,8 +335,8 @@ class ZipWriter:
     ``background``, a :class:`~.worker.WorkerProcess` compresses each file as soon as it is
     final, on the other core, while this process renders pages (a thread would wait for
     the GIL at every chunk). :meth:`add` names a file that will not change again;
-    :meth:`finish` has every other file of the site added in path order, the copies of the
-    input that fit (see :data:`INPUT_COPIES`) and the manifest, from the digests taken while
+    :meth:`finish` has every other file of the site added in path order, the copies that
+    fit (see :func:`_complete_zip`) and the manifest, from the digests taken while
     compressing (:func:`_complete_zip`, in the worker when there is one), and moves it into
     place. Without files handed over early, the entries are in path order, and the same site
     always gives the same bytes.
@@ -357,12 +406,13 @@ def _complete_zip(
     version: str,
     extra: dict[str, Any],
 ) -> None:
-    """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the input copies.
+    """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the copies.
 
     ``digests`` lists the files already in ``tmp`` (``mode`` "a"; "w" starts a new archive).
     A file that changed after it was compressed starts the archive again from the finished
-    folder. The copies of the input go in last, each kind only if the archive stays
-    attachable with it (see :data:`INPUT_COPIES`); the manifest says which were left out.
+    folder. The copies go in last, each group only if the archive stays attachable with it:
+    first tlparse's copies of what the compile pages show (:data:`ARTIFACT_COPY_CLASS`), then
+    the input's (see :data:`INPUT_COPIES`); the manifest says which were left out.
     """
     listing = site_listing(site)
     on_disk = set(listing)
@@ -373,23 +423,35 @@ def _complete_zip(
         digests.clear()
         mode = "w"
     del on_disk
+    copies = artifact_copies(site, listing)
     with _open_zip(tmp, mode) as archive:
         for name in listing:
             _add_site_file(archive, site, name, digests)
+        optional = {*copies, *(name for name in listing if input_copy_kind(name) is not None)}
+        for name in listing:  # the deferred files that are not copies of what a page shows
+            if _deferred(name) and name not in optional:
+                _add_to_zip(archive, os.path.join(site, name), f"{site.name}/{name}")
     del archive  # before the archive is opened again, below
-    size = tmp.stat().st_size
-    copies = [[name for name in listing if input_copy_kind(name) == kind] for kind in INPUT_COPIES]
-    kept = [name for names in copies for name in names]
+    size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE  # the manifest goes in too
+    kept: list[str] = []
     left_out: dict[str, str] = {}
-    # whether they fit whatever deflate makes of them, or else each kind by an estimate
-    most = sum(os.stat(site / name).st_size + _DEFLATE_OVERHEAD for name in kept)
-    if size + most > GITHUB_ATTACHMENT_LIMIT:
-        kept = []
-        for kind, names in zip(INPUT_COPIES, copies, strict=True):
+    groups = {ARTIFACT_COPY_CLASS: copies}
+    for kind in INPUT_COPIES:
+        groups[kind] = [name for name in listing if input_copy_kind(name) == kind]
+    everything = [name for names in groups.values() for name in names]
+    # whether they all fit whatever deflate makes of them, or else each group by an estimate
+    most = sum(os.stat(site / name).st_size + _DEFLATE_OVERHEAD for name in everything)
+    if size + most <= GITHUB_ATTACHMENT_LIMIT:
+        kept = everything
+    else:
+        for kind, names in groups.items():
             if not names:
                 continue
             estimate = compressed_estimate([site / name for name in names])
-            if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
+            # the input's copies go before the pages' copies: none stays once those are left out
+            if size + estimate <= GITHUB_ATTACHMENT_LIMIT and not (
+                copies and copies[0] in left_out
+            ):
                 kept += names
                 size += estimate
             else:
@@ -416,13 +478,14 @@ def _add_site_file(
 ) -> None:
     """Deflate the site's file ``name`` into ``archive`` once, recording its digest.
 
-    The manifest is written last, and the copies of the input are only hashed:
-    :func:`_complete_zip` adds them once it knows whether the archive stays attachable.
+    The manifest is written last, and the copies of the input and the files of a compile's
+    folder are only hashed: :func:`_complete_zip` adds them once it knows which are copies
+    of what a page shows and whether the archive stays attachable with those.
     """
     if name in digests or name == MANIFEST_NAME:
         return
     path = os.path.join(site, name)  # text: a Path apiece would intern every name
-    if input_copy_kind(name) is not None:
+    if _deferred(name):
         digests[name] = _file_digest(path)
     else:
         digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")

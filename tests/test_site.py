@@ -370,7 +370,7 @@ def test_raw_file_links_resolve(built: BuiltSite) -> None:
     for a in with_paths:
         if a.page not in sections:
             sections[a.page] = artifact_sections(built.page(a.page))
-        hrefs = re.findall(r'<a href="([^"]+)">raw file</a>', sections[a.page][a.number])
+        hrefs = re.findall(r'<a href="([^"]+)"[^>]*>raw file</a>', sections[a.page][a.number])
         assert len(hrefs) == 1, f"{a.page} artifact {a.number}: raw file links {hrefs}"
         target = ((built.site / a.page).parent / unquote(html.unescape(hrefs[0]))).resolve()
         expected = built.site / str(a.raw_file or a.path)

@@ -35,6 +35,7 @@ from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
+from ..bundle import ARTIFACT_COPY_CLASS
 from ..handlers import SYMBOLIC_TYPES
 from ..limits import ITEMS_PER_SECTION, ROWS, SECTIONS, Shown, shown
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
@@ -44,7 +45,7 @@ from . import extra_pages
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import kernel_stack_traces, pretty_json
 from .escape import safe_url, url_path
-from .highlight import CodeBlock, Highlighter
+from .highlight import BLOCK_ID, CodeBlock, Highlighter, highlight_html
 from .page import (  # noqa: F401 (re-exported)
     CODE_PLACEHOLDER,
     INLINE_HEAD_LINES,
@@ -432,6 +433,7 @@ class ReportRenderer:
             "graph_breaks": self._breaks_of.get(id(unit), []),
             "interrupted": self._interrupted_of.get(id(unit)),
             "recompile": self._recompile_of.get(id(unit)),
+            "all_reasons": self._all_reasons(self._recompile_of.get(id(unit)), blocks),
             "time": self._time_of(unit),
             "outside": [t for t in self.times if t.label] if outside else [],
             "aoti_code": [a for a in unit.artifacts if a.name.startswith(AOTI_CODE)],
@@ -467,7 +469,7 @@ class ReportRenderer:
             if a["link_url"]:
                 continue
             href = url_path(a["raw_href"]) if a["raw_href"] else None
-            facts = render("artifact_facts.html", a=a, href=href)
+            facts = render("artifact_facts.html", a=a, href=href, copy_class=ARTIFACT_COPY_CLASS)
             a["facts"] = self._part(f"facts-{a['number']}", facts, blocks)
         stack = macro("_macros.md", "stack_block")(
             unit.stack, "Stack that triggered this compile", open=False
@@ -487,8 +489,6 @@ class ReportRenderer:
         recompile = context["recompile"]
         if recompile is not None:
             code = {"reason": (recompile.reason, "text")}
-            if len(recompile.all_reasons) > 1:
-                code["all_reasons"] = ("\n".join(recompile.all_reasons), "text")
             if recompile.guard_diff:
                 code["guard_diff"] = ("\n".join(recompile.guard_diff), "diff")
             context["recompile_code"] = {
@@ -768,6 +768,16 @@ class ReportRenderer:
             for a in artifacts
         ]
         return self._html_block("artifact-rows", render("artifact_rows.html", rows=rows), blocks)
+
+    def _all_reasons(self, recompile: Any, blocks: dict[str, Block]) -> Markup | None:
+        """The guard that failed for every cache entry checked, as a code block kept in the
+        store and put in after search indexing, like an artifact's: compile ``[f/k]`` of a
+        storm checked ``k`` entries, so these blocks grow with the square of the compile
+        count, and a Markdown code block's per-line anchors were most of a storm's pages."""
+        if recompile is None or len(recompile.all_reasons) < 2:
+            return None
+        block = highlight_html("\n".join(recompile.all_reasons), "text")  # plain: no lexer
+        return self._html_block("all-reasons", block.replace(BLOCK_ID, "all-reasons"), blocks)
 
     def _html_block(self, token: str, html: str, blocks: dict) -> Markup:
         """Keep ``html`` in the store; the page gets a placeholder for it."""

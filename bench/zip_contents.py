@@ -1,0 +1,63 @@
+"""What fills a tlsite zip bundle: compressed bytes per kind of entry, read from the archive.
+
+    python bench/zip_contents.py SITE.zip [SITE2.zip ...]
+
+Prints one Markdown table per zip: each kind's deflated MB, entry count and size on disk, and
+what the entries' headers (local header and directory record, with the name twice) add.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+_KINDS = (
+    ("compile pages (`-_*/index.html`)", re.compile(r"(?:rank_\d+/)?-_[^/]+/index\.html")),
+    ("tlparse HTML pages (`-_*/*.html`)", re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+\.html")),
+    ("tlparse artifact files (`-_*/*.txt`, `.json`)", re.compile(r"(?:rank_\d+/)?-_[^/]+/.+")),
+    ("`raw.log`", re.compile(r"(?:rank_\d+/)?raw\.log")),
+    ("`raw.jsonl`", re.compile(r"(?:rank_\d+/)?raw\.jsonl")),
+    ("provenance pages", re.compile(r"(?:rank_\d+/)?provenance_tracking_.*\.html")),
+    ("other pages", re.compile(r".*\.html")),
+    ("search index", re.compile(r"(?:rank_\d+/)?search/.*")),
+    ("theme assets", re.compile(r"(?:rank_\d+/)?assets/.*")),
+    ("`manifest.json`", re.compile(r"manifest\.json")),
+    ("tlparse root files, payloads", re.compile(r".*")),
+)
+
+
+def contents(path: Path) -> tuple[int, dict[str, tuple[int, int, int]], int]:
+    """The zip's size, ``{kind: (deflated bytes, entries, bytes on disk)}`` and header bytes."""
+    deflated: Counter[str] = Counter()
+    entries: Counter[str] = Counter()
+    size: Counter[str] = Counter()
+    headers = 0
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            name = info.filename.split("/", 1)[1]
+            kind = next(label for label, pattern in _KINDS if pattern.fullmatch(name))
+            deflated[kind] += info.compress_size
+            entries[kind] += 1
+            size[kind] += info.file_size
+            headers += 30 + 46 + 2 * len(info.filename.encode("utf-8"))
+    kinds = {kind: (deflated[kind], entries[kind], size[kind]) for kind in deflated}
+    return path.stat().st_size, kinds, headers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("zips", nargs="+", type=Path)
+    for path in parser.parse_args().zips:
+        total, kinds, headers = contents(path)
+        print(f"\n`{path.name}`: {total / 1e6:.2f} MB\n")
+        print("| kind | deflated MB | entries | on disk MB |\n|---|---:|---:|---:|")
+        for kind, (deflated, entries, size) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
+            print(f"| {kind} | {deflated / 1e6:.2f} | {entries:,} | {size / 1e6:.1f} |")
+        print(f"| zip entry headers | {headers / 1e6:.2f} | | |")
+
+
+if __name__ == "__main__":
+    main()
