@@ -123,6 +123,14 @@ def test_a_storms_compile_pages_all_skip_python_markdown(storm: Path) -> None:
     assert '<h2 id="why-it-recompiled">' in page and '<h3 id="artifact-' in page
 
 
+def test_a_real_storms_compile_pages_all_skip_python_markdown() -> None:
+    """A torch storm's recompiles list every cache entry checked (a make_trace storm has one)."""
+    bodies = compile_bodies(FIXTURE_TRACES / "zipstorm" / "zipstorm.log")
+    done = converted(bodies)
+    assert sorted(done) == sorted(bodies)
+    assert any("cache entries that were checked" in html for html, _ in done.values())
+
+
 def test_failing_and_graph_break_compile_pages_skip_python_markdown() -> None:
     """A failed compile (admonition, traceback fence), a restart and graph breaks."""
     shown = "\n".join(
