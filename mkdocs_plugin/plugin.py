@@ -1,62 +1,36 @@
 """The ``tlsite`` MkDocs plugin: put a trace's report into a MkDocs build.
 
 The same plugin serves ``tlsite build`` (which hands it an already loaded trace) and users
-who add ``- tlsite: {trace: path/to/trace.log}`` to their own ``mkdocs.yml``. Pages are
-generated in memory (``File.generated``); the tlparse-compatible files are written into the
-site folder before the pages (``tlsite build``, so that its zip bundle can compress them
-while pages render) or after the build (embedded, where MkDocs copies placeholders for them).
-
-Embedded in another site (``prefix: report``), the report's pages keep the ``page.html`` URLs
-they have in a standalone report whatever the site's ``use_directory_urls`` (their raw-HTML
-links and the tlparse files rely on them), its navigation becomes one section after the
-site's own pages, and the theme assets and Markdown extensions it needs are added.
+who add ``- tlsite: {trace: path/to/trace.log}`` to their own ``mkdocs.yml``. It wires MkDocs'
+events to a :class:`~.report.ReportPages`, in the role the site gives it: a site of tlsite's
+theme (:class:`~.report.OwnSite`) or a user's site that embeds the report, with its own
+theme (:class:`~.report.InOtherSite`, ``prefix: report`` to put it in a sub-folder).
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from material.plugins.search.plugin import SearchIndex
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority
-from mkdocs.structure.files import File, Files, InclusionLevel
-from mkdocs.utils import nest_paths
+from mkdocs.structure.files import Files
 
 from tlsite.core import InputError, ResolvedInput, read_log, resolve_input
 from tlsite.core.model import Trace
 from tlsite.core.redact import MODES, Redactor
-from tlsite.core.render.compat import CompatWriter
-from tlsite.core.render.highlight import CodeBlock, Highlighter
-from tlsite.core.render.page import Block, insert_parts
-from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
-from tlsite.core.render.templating import bytecode_cache
-from tlsite.core.store import PayloadRef, PayloadStore
+from tlsite.core.render.highlight import Highlighter
 from tlsite.terminal import safe
 
-from .csp import add_csp, add_csp_to_template
-from .deferred_page import DeferredPage
-from .prepared import PreparedReport, prepare_report
-from .search_index import ReportSearchIndex
-from .site_config import (
-    ASSET_DIR,
-    CODE_INDEX,
-    EXTRA_CSS,
-    EXTRA_JS,
-    SEARCH_CODE_JS,
-    THEME_DIR,
-    drop_unread_theme_files,
-)
-from .stamp import STAMP_TEMPLATE, PageStamp
+from .csp import add_csp_to_template
+from .report import REQUIRED_EXTENSIONS, InOtherSite, OwnSite, ReportPages
+from .site_config import THEME_DIR
 
-log = logging.getLogger("mkdocs.plugins.tlsite")
+__all__ = ["REQUIRED_EXTENSIONS", "TlsiteConfig", "TlsitePlugin"]
 
 
 class TlsiteConfig(base.Config):
@@ -77,18 +51,6 @@ class TlsiteConfig(base.Config):
     """More path prefixes to replace with ``REDACTED`` when redacting."""
 
 
-#: Markdown extensions the report's pages use; added to an embedding site that lacks them.
-REQUIRED_EXTENSIONS = (
-    "admonition",
-    "attr_list",
-    "md_in_html",
-    "pymdownx.details",
-    "pymdownx.superfences",
-    "tables",
-    "toc",
-)
-
-
 class TlsitePlugin(BasePlugin[TlsiteConfig]):
     """Generate the report pages of one trace during a MkDocs build."""
 
@@ -101,37 +63,38 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         on_file: Callable[[str], None] | None = None,
         highlighter: Highlighter | None = None,
     ) -> None:
-        """``on_page`` is called as each page is built; ``on_file`` with the path of each
-        file of the report as soon as it is written for good (pages one step late: MkDocs
-        writes a page after its last event). ``highlighter``: one already at work on the
-        trace's blocks (see :func:`~tlsite.core.render.pages.highlight_ahead`); the plugin
-        closes it."""
+        """``trace`` and its ``raw_log``: already read (else read from the configured
+        ``trace`` when first needed). The rest is :class:`~.report.ReportPages`'."""
         super().__init__()
         self._trace = trace
-        self._prepared: PreparedReport | None = None
         self._raw_log = raw_log
-        self._on_page = on_page
-        self._on_file = on_file
-        self._last_page: str | None = None
-        self._highlight_workers = highlight_workers
-        self._highlighter: Highlighter | None = highlighter
-        self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is converted
-        self._blocks: dict[str, dict[str, Block]] = {}  # until it is written
-        self._report_uris: set[str] = set()  # the report's pages, in a site with others
+        self._options: dict[str, Any] = {
+            "on_page": on_page,
+            "on_file": on_file,
+            "highlight_workers": highlight_workers,
+            "highlighter": highlighter,
+        }
+        self._report: ReportPages | None = None
         self._config_dir = ""
-        self._embedded = False
-        self._auto_nav = False
         self._resolved: ResolvedInput | None = None
-        self._stamp: PageStamp | None = None
 
     @property
-    def trace(self) -> Trace:
+    def report(self) -> ReportPages:
+        assert self._report is not None, "the report is made when MkDocs loads the config"
+        return self._report
+
+    @property
+    def found(self) -> str:
+        """What the report found, in one line for the terminal."""
+        return self.report.found
+
+    def _trace_and_log(self) -> tuple[Trace, Any]:
         if self._trace is None:
             try:
                 self._trace = self._load()
             except InputError as exc:  # one line, escaped as the CLI prints it: no traceback
                 raise PluginError(safe(str(exc))) from exc
-        return self._trace
+        return self._trace, self._raw_log
 
     def _trace_path(self) -> str:
         """The configured trace, relative to ``mkdocs.yml`` (or else to the working folder)."""
@@ -166,203 +129,45 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         self._raw_log = log
         return trace
 
-    @property
-    def prefix(self) -> str:
-        prefix = self.config.prefix.strip("/")
-        return f"{prefix}/" if prefix else ""
-
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
         self._config_dir = os.path.dirname(config.config_file_path or "")
-        self._embedded = os.path.realpath(THEME_DIR) not in {
-            os.path.realpath(d) for d in config.theme.dirs
-        }
-        if self._embedded:
-            _add_report_needs(config)
-        if _has_search(config):
-            _add_code_search(config)
-        if self.config.nav:
-            # without an explicit nav, MkDocs would list every report page: built in on_files
-            self._auto_nav = config.nav is None
-            if config.nav is not None:
-                config.nav = [*config.nav, *self._report_nav(wrap=bool(config.nav))]
+        own_theme = os.path.realpath(THEME_DIR) in {os.path.realpath(d) for d in config.theme.dirs}
+        prefix = self.config.prefix.strip("/")
+        role = OwnSite if own_theme else InOtherSite
+        self._report = role(
+            self._trace_and_log,
+            prefix=f"{prefix}/" if prefix else "",
+            nav=self.config.nav,
+            section=self.config.section,
+            **self._options,
+        )
+        self._report.on_config(config)
         return config
 
-    def _prepare(self) -> PreparedReport:
-        """The report's pages, rendered into the store the first time they are needed."""
-        if self._prepared is None:
-            self._prepared = prepare_report(
-                self.trace, prefix=self.prefix, defer_bodies=self._defer_bodies()
-            )
-        return self._prepared
-
-    @property
-    def found(self) -> str:
-        """What the report found, in one line for the terminal (see ``PreparedReport.found``)."""
-        return self._prepare().found
-
-    def _defer_bodies(self) -> bool:
-        """Convert each page only when it is written (see :class:`DeferredPage`): in a site
-        of its own; an embedding site's plugins may read any page's Markdown at any time."""
-        return not self._embedded
-
-    @property
-    def _store(self) -> PayloadStore:
-        store = self._prepare().store
-        assert store is not None, "a prepared report comes with its store opened"
-        return store
-
-    def _report_nav(self, *, wrap: bool) -> list[Any]:
-        """The report's navigation, as one section when the site has other pages."""
-        nav = self._prepare().nav
-        if wrap or self.prefix:
-            return [{self.config.section: nav}]
-        return list(nav)
-
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
-        if not self._embedded:
-            # first, so that a zip bundle written meanwhile has them to compress at once
-            self._write_compat(config)
-            self._index_search(config)
-            drop_unread_theme_files(files, config)
-        report = self._prepare()
-        store = self._store
-        if self._highlighter is None:
-            self._highlighter = Highlighter(
-                store.spill_path("highlight"),
-                workers=self._highlight_workers,
-                code_bytes=report.code_bytes,
-            )
-        # start highlighting every code block now, in worker processes, while MkDocs works
-        highlighter = self._highlighter
-        for block in report.code_blocks:
-            highlighter.submit(block)
-        highlighter.start()
-        report.code_blocks = []
-        nav_titles = _nav_titles(report.nav)
-        report_uris: set[str] = set()
-        for page in report.pages:
-            uri = f"{self.prefix}{page.path}"
-            existing = files.get_file_from_path(uri)
-            if existing is not None:
-                files.remove(existing)
-            # pages reached from index tables, not the nav, are meant to be outside it
-            inclusion = InclusionLevel.UNDEFINED if uri in nav_titles else InclusionLevel.NOT_IN_NAV
-            generated = File.generated(config, uri, content=page.head, inclusion=inclusion)
-            # page.html, not page/index.html: raw-HTML links and the tlparse files expect it
-            generated.use_directory_urls = False
-            if page.body is not None:  # MkDocs keeps a page a plugin sets (with the nav's title)
-                DeferredPage(nav_titles.get(uri), generated, config, body=page.body, store=store)
-            files.append(generated)
-            report_uris.add(uri)
-            if page.blocks is not None:
-                self._blocks_of_uri[uri] = page.blocks
-        if self._embedded:
-            for asset in sorted((THEME_DIR / ASSET_DIR).iterdir()):
-                uri = f"{ASSET_DIR}/{asset.name}"
-                if asset.is_file() and files.get_file_from_path(uri) is None:
-                    files.append(File.generated(config, uri, abs_src_path=str(asset)))
-            # the tlparse files are written after the build; announce them so that the links
-            # to them validate (an empty placeholder is written first, then replaced)
-            for path in _compat_targets(self.trace):
-                uri = f"{self.prefix}{path}"
-                if files.get_file_from_path(uri) is None:
-                    files.append(File.generated(config, uri, content=b""))
-        if self._auto_nav:
-            own = [
-                f.src_uri
-                for f in files.documentation_pages()
-                if f.src_uri not in report_uris and f.inclusion.is_in_nav()
-            ]
-            config.nav = [*nest_paths(own), *self._report_nav(wrap=bool(own))]
-        if self._embedded:
-            self._report_uris = report_uris  # their pages get the policy in another theme
-        else:
-            self._release_sources()
-        return files
-
-    def _release_sources(self) -> None:
-        """Forget what the pages and tlparse files were made from, now that they are made.
-
-        A site of its own only: an embedding site writes the tlparse files after the build.
-        Each page's body and blocks wait in the store until the page is written; the trace
-        keeps its statistics and store. At 1 GB of trace this was ~10 MB held for the whole
-        of page writing.
-        """
-        assert self._prepared is not None
-        self._prepared.pages = []
-        if self._trace is not None:
-            self._trace.release_units()
-            self._trace.store.forget_index()
-
-    def _index_search(self, config: MkDocsConfig) -> None:
-        """Index the pages for Material's search with :class:`ReportSearchIndex` (a site of
-        its own: ``mkdocs serve --dirty`` would need Material's own index)."""
-        search = config.plugins.get("material/search")
-        index = getattr(search, "search_index", None)
-        if type(index) is SearchIndex:
-            found = self._prepare().code_index.anchors()
-            search.search_index = ReportSearchIndex(  # type: ignore[union-attr]
-                found_elsewhere=found, **index.config
-            )
+        return self.report.on_files(files, config)
 
     def on_nav(self, nav: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
-        if not self._embedded:  # tlsite's theme: the stamp knows what it renders
-            self._stamp = PageStamp(files)
+        self.report.on_nav(files)
         return nav
 
     def on_page_markdown(
         self, markdown: str, /, *, page: Any, config: MkDocsConfig, files: Files
     ) -> str:
-        """Render with the stamp the pages it may write (their front matter is read by now)."""
-        if self._stamp is not None and self._stamp.select(page):
-            page.meta["template"] = STAMP_TEMPLATE
+        self.report.on_page_markdown(page)
         return markdown
 
     def on_env(self, env: Any, /, *, config: MkDocsConfig, files: Files) -> Any:
-        if not self._embedded:
-            env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
-        if self._stamp is not None:
-            env.globals["tlsite_stamp"] = self._stamp
+        self.report.on_env(env)
         return env
 
     @event_priority(100)  # first: the search plugin indexes the page's HTML and headings
     def on_page_context(self, context: Any, /, *, page: Any, config: MkDocsConfig, nav: Any) -> Any:
-        """Convert a deferred page, and put in the HTML parts of its text (not its code)."""
-        if isinstance(page, DeferredPage):
-            page.convert(config)
-        blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # read once
-        if blocks_ref is not None:
-            blocks = self._blocks[page.file.src_uri] = load_blocks(self._store.read(blocks_ref))
-            page.content = insert_parts(page.content, blocks)
+        self.report.on_page_context(page, config)
         return context
 
     def on_post_page(self, output: str, /, *, page: Any, config: MkDocsConfig) -> str:
-        """Insert the highlighted code (after the search plugin has indexed the page)."""
-        if self._on_page is not None:
-            self._on_page()
-        self._page_written(page.file.abs_dest_path)
-        if isinstance(page, DeferredPage):
-            page.release(config)  # written below
-        blocks = self._blocks.pop(page.file.src_uri, None)  # written once
-        # in another site's theme, the report's own pages get the policy without the marker
-        head = self._embedded and page.file.src_uri in self._report_uris
-        if blocks is None or self._highlighter is None:
-            return add_csp(output, page=page, config=config, head=head)
-        highlighter = self._highlighter
-
-        def insert(match: re.Match[str]) -> str:
-            token = match.group(1)
-            block = blocks.get(token)
-            if block is None:
-                return match.group(0)
-            if isinstance(block, CodeBlock):
-                return highlighter.html(block.key, token)
-            return block.html()
-
-        # one pass over the page: replacing block by block copies a big page once per block
-        # the policy is computed on the page before the big blocks go in: they hold no script
-        # (all escaped), and scanning megabytes of code for <script> tags is the slow part
-        return PLACEHOLDER_PATTERN.sub(insert, add_csp(output, page=page, config=config, head=head))
+        return self.report.on_post_page(output, page, config)
 
     def on_post_template(
         self, output_content: str, /, *, template_name: str, config: MkDocsConfig
@@ -372,109 +177,16 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
 
     @event_priority(-50)
     def on_post_build(self, *, config: MkDocsConfig) -> None:
-        self._page_written(None)
-        self._write_code_index(config)
-        if self._embedded:
-            self._write_compat(config)
+        self.report.on_post_build(config)
         self._release()
-
-    def _write_code_index(self, config: MkDocsConfig) -> None:
-        """Write the words of the pages' code that search finds beside the search index
-        (``search-code.js`` loads it from there, also in a site that embeds the report)."""
-        report = self._prepared
-        if report is None or not _has_search(config):
-            return
-        index = getattr(config.plugins.get("material/search"), "search_index", None)
-        if isinstance(index, ReportSearchIndex):  # sections it holds once for many pages
-            report.code_index.shared = index.shared
-            report.code_index.shared_pages = index.shared_pages
-        if not report.code_index:
-            return
-        path = os.path.join(config.site_dir, CODE_INDEX)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(report.code_index.javascript())
-        self._files_written(config.site_dir, [CODE_INDEX])
-
-    def _write_compat(self, config: MkDocsConfig) -> None:
-        """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
-        out = Path(config.site_dir) / self.prefix
-        on_file, folder = self._on_file, str(out)
-
-        def written(path: str) -> None:
-            if on_file is not None:
-                on_file(os.path.join(folder, path))
-
-        CompatWriter(self.trace, out, raw_log=self._raw_log, on_written=written).write_all()
-
-    def _files_written(self, out: str, written: list[str]) -> None:
-        if self._on_file is not None:
-            for path in written:  # text: a Path apiece interned every file name
-                self._on_file(os.path.join(out, path))
-
-    def _page_written(self, page: str | None) -> None:
-        """The previous page is on disk by now; ``page`` will be once MkDocs writes it."""
-        if self._on_file is not None and self._last_page is not None:
-            self._on_file(self._last_page)
-        self._last_page = page
 
     def on_build_error(self, *, error: Exception) -> None:
         self._release()
 
     def _release(self) -> None:
         """Stop the highlight workers and close the input (the build is over either way)."""
-        if self._highlighter is not None:
-            self._highlighter.close()
-            self._highlighter = None
+        if self._report is not None:
+            self._report.release()
         if self._resolved is not None:
             self._resolved.close()
             self._resolved = None
-
-
-def _nav_titles(nav: Any, title: str | None = None) -> dict[str, str | None]:
-    """Every page path in a nav structure (lists of ``{title: path or [children]}``), with
-    the title the nav first gives it (None for a bare path)."""
-    if isinstance(nav, str):
-        return {nav: title}
-    titles: dict[str, str | None] = {}
-    items = nav.items() if isinstance(nav, dict) else [(None, item) for item in nav or []]
-    for key, value in items:
-        for path, found in _nav_titles(value, key).items():
-            titles.setdefault(path, found)
-    return titles
-
-
-def _compat_targets(trace: Trace) -> list[str]:
-    """The files :class:`CompatWriter` writes that report pages link to."""
-    paths = ["raw.jsonl", "raw.log", "compile_directory.json", "chromium_events.json"]
-    for unit in trace.units.values():
-        for artifact in unit.artifacts:
-            paths.extend(p for p in (artifact.path, artifact.readable_path) if p)
-    paths.extend(f"payloads/{key}.txt" for key in trace.loose_payloads)
-    return paths
-
-
-def _has_search(config: MkDocsConfig) -> bool:
-    return any(name in config.plugins for name in ("search", "material/search"))
-
-
-def _add_code_search(config: MkDocsConfig) -> None:
-    """Load the script that searches the code index (:meth:`TlsitePlugin._write_code_index`).
-
-    A polyfill: Material loads those before it starts its search worker, which it wraps. Only
-    sites with this plugin get it (a landing page or a Markdown tree has no code index).
-    """
-    polyfills = config.extra.setdefault("polyfills", [])
-    if isinstance(polyfills, list) and SEARCH_CODE_JS not in polyfills:
-        polyfills.append(SEARCH_CODE_JS)
-
-
-def _add_report_needs(config: MkDocsConfig) -> None:
-    """Give an embedding site the Markdown extensions and theme files the report uses."""
-    for name in REQUIRED_EXTENSIONS:
-        if name not in config.markdown_extensions:
-            config.markdown_extensions.append(name)
-    if EXTRA_CSS not in config.extra_css:
-        config.extra_css.append(EXTRA_CSS)
-    if EXTRA_JS not in [str(script) for script in config.extra_javascript]:
-        config.extra_javascript.append(EXTRA_JS)  # type: ignore[arg-type]

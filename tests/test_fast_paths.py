@@ -372,26 +372,26 @@ def test_pages_are_converted_one_at_a_time_as_they_are_written(
     assert sections > len(held)
 
 
-def _keep_in_memory(method: str) -> Callable[..., object]:
+def _keep_in_memory(method: str) -> object:
     """The plugin's slow path for ``method``: what MkDocs and Material do on their own."""
-    assert method == "_defer_bodies"
-    return lambda self: False  # MkDocs converts every page before it writes any
+    assert method == "defer_bodies"
+    return False  # MkDocs converts every page before it writes any
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["_defer_bodies"])
+@pytest.mark.parametrize("method", ["defer_bodies"])
 def test_plugin_fast_path_gives_the_same_site(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
     """Pages converted as they are written: the same files (pages, search index and its
     offline script) as MkDocs gives by itself (tlsite's own search index is compared with
     Material's in test_speed_site.py)."""
-    from tlsite.mkdocs_plugin.plugin import TlsitePlugin
+    from tlsite.mkdocs_plugin.report import OwnSite
 
     sites = []
     for slow in (False, True):
         if slow:
-            monkeypatch.setattr(TlsitePlugin, method, _keep_in_memory(method))
+            monkeypatch.setattr(OwnSite, method, _keep_in_memory(method))
         _build(TRAINING, tmp_path / f"site{slow}")
         sites.append(_site_files(tmp_path / f"site{slow}"))
     assert sites[0].keys() == sites[1].keys()

@@ -150,10 +150,10 @@ def test_the_search_index_is_materials_without_what_the_code_index_finds(
     if trace is None:
         pytest.skip("no torch 2.13 training trace")
     from tlsite.cli import build
-    from tlsite.mkdocs_plugin.plugin import TlsitePlugin
+    from tlsite.mkdocs_plugin.report import OwnSite
 
     build(str(trace), tmp_path / "ours", make_zip=False)
-    monkeypatch.setattr(TlsitePlugin, "_index_search", lambda self, config: None)
+    monkeypatch.setattr(OwnSite, "_index_search", lambda self, config: None)
     build(str(trace), tmp_path / "material", make_zip=False)
     ours_files, materials_files = (
         {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
