@@ -154,6 +154,7 @@ def compressed_estimate(paths: Sequence[Path]) -> int:
 BUNDLE_FORMATS = ("zip", "7z", "none")
 #: The file at the root of every bundle that says what is inside.
 MANIFEST_NAME = "manifest.json"
+_FILES_START = ' "files": [\n'  # the manifest's line that ends its summary fields
 _MANIFEST_NOTE = (
     "A tlsite report: a static website built from one PyTorch TORCH_TRACE log. Open "
     "index.html in a browser (it works from disk, offline). Besides the report pages it holds "
@@ -202,7 +203,7 @@ def _manifest_chunks(
         "total_size": sum(digests[name].size for name in listing),
     }
     text = json.dumps(summary, indent=1, ensure_ascii=False)
-    yield text.removesuffix("\n}") + ',\n "files": [\n'
+    yield text.removesuffix("\n}") + ",\n" + _FILES_START
     last = len(listing) - 1
     for number, name in enumerate(listing):
         digest = digests[name]
@@ -263,12 +264,27 @@ def write_bundle(
 
 def left_out_of_zip(site: Path) -> dict[str, str]:
     """The files the site's zip bundle left out, with why (from its manifest)."""
+    value = _manifest_summary(site).get("left_out_of_zip")
+    return value if isinstance(value, dict) else {}
+
+
+def _manifest_summary(site: Path) -> dict[str, Any]:
+    """The fields of the site's manifest before its list of files, read without that list
+    (a site of a million files has a manifest of 100 MB, and a dict per file to parse it);
+    empty if it cannot be read."""
+    head = []
     try:
-        manifest = json.loads((site / MANIFEST_NAME).read_text(encoding="utf-8"))
+        with open(site / MANIFEST_NAME, encoding="utf-8") as manifest:
+            for line in manifest:
+                if line == _FILES_START:
+                    break
+                head.append(line)
+            else:
+                return {}
+        summary = json.loads("".join(head).rstrip().removesuffix(",") + "\n}")
     except (OSError, ValueError):
         return {}
-    value = manifest.get("left_out_of_zip") if isinstance(manifest, dict) else None
-    return value if isinstance(value, dict) else {}
+    return summary if isinstance(summary, dict) else {}
 
 
 def _write_zip_bundle(
