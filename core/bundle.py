@@ -308,7 +308,8 @@ class ZipWriter:
     the GIL at every chunk). :meth:`add` names a file that will not change again;
     :meth:`finish` has every other file of the site added in path order, the copies of the
     input that fit (see :data:`INPUT_COPIES`) and the manifest, from the digests taken while
-    compressing (:func:`_complete_zip`, in the worker when there is one), and moves it into
+    compressing (:func:`_complete_zip`, in the worker when there is one; they and the
+    archive's directory wait on disk, see :class:`_Catalog`), and moves it into
     place. Without files handed over early, the entries are in path order, and the same site
     always gives the same bytes.
     """
@@ -338,9 +339,7 @@ class ZipWriter:
         """Complete the archive and return its size (raises what the worker met).
 
         The worker completes the archive it has been writing (see :func:`_complete_zip`):
-        the archive's directory and the files' digests are in its memory already, and a
-        second copy of them here would be this process's biggest allocation at the end of a
-        build of thousands of files.
+        the archive's directory and the files' digests are in its :class:`_Catalog` already.
         """
         manifest = {"trace": trace, "version": version, "extra": dict(extra or {})}
         if self._worker is None:
