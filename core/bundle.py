@@ -212,6 +212,13 @@ def _manifest_chunks(
     yield " ]\n}\n"
 
 
+def _write_manifest(site: Path, chunks: Iterable[str]) -> None:
+    """Write ``site/manifest.json`` piece by piece (see :func:`_manifest_chunks`): a site of
+    a million files has a manifest of 100 MB."""
+    with open(site / MANIFEST_NAME, "w", encoding="utf-8", newline="\n") as manifest:
+        manifest.writelines(chunks)
+
+
 def write_7z(site: Path, dest: Path, *, root: str | None = None) -> int:
     """The site as a solid LZMA2 ``.7z`` archive under the folder ``root`` (much smaller than
     the zip, but not for GitHub issues)."""
@@ -252,8 +259,13 @@ def write_bundle(
     if fmt not in BUNDLE_FORMATS:
         raise ValueError(f"bundle format must be one of {', '.join(BUNDLE_FORMATS)}, not {fmt!r}")
     if fmt in ("none", "7z"):
-        manifest = manifest_json(site, trace=trace, version=version, extra=extra)
-        (site / MANIFEST_NAME).write_bytes(manifest)
+        catalog = _Catalog(site.with_name(f"{site.name}.catalog"))
+        try:
+            listing = catalog.list_site(site)
+            fields = {"trace": trace, "version": version, "extra": extra}
+            _write_manifest(site, _manifest_chunks(site, listing, catalog.digests, **fields))
+        finally:
+            catalog.close()
     if fmt == "none":
         return None, 0
     dest = site.with_name(f"{site.name}.{fmt}")
@@ -416,10 +428,7 @@ def _complete_zip(
     if left_out:
         extra["left_out_of_zip"] = left_out
     chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
-    # written piece by piece: a list of ten thousand entries and its text were a build's
-    # biggest allocation at its very end
-    with open(site / MANIFEST_NAME, "w", encoding="utf-8") as manifest:
-        manifest.writelines(chunks)
+    _write_manifest(site, chunks)
     with _Zip(tmp, "a", catalog) as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         for name in kept:

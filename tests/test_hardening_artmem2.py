@@ -158,3 +158,20 @@ def test_the_summary_after_a_build_reads_the_manifests_head_not_its_list_of_file
     assert peaks[1] - peaks[0] < 20 * 4_500, peaks
     (tmp_path / "site1500" / MANIFEST_NAME).write_text("{not json")
     assert bundle.left_out_of_zip(tmp_path / "site1500") == {}
+
+
+@pytest.mark.slow
+def test_a_site_without_a_zip_writes_its_manifest_in_the_same_memory_for_four_times_the_files(
+    tmp_path: Path,
+) -> None:
+    """``--bundle none`` (and ``7z``) write the manifest from the catalog too (before, the
+    listing, a digest per file and the manifest's whole text were in memory at once)."""
+    peaks = []
+    fields = {"trace": "t.log", "version": "0", "extra": {"redaction": "none"}}
+    for count in (1_500, 6_000):
+        site = _site_of(tmp_path, count)
+        expected = manifest_json(site, **fields)  # type: ignore[arg-type]
+        peaks.append(_peak(lambda site=site: bundle.write_bundle(site, "none", **fields)))
+        assert (site / MANIFEST_NAME).read_bytes() == expected
+    assert peaks[1] - peaks[0] < 100 * 4_500, peaks
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site1500", "site6000"]
