@@ -18,6 +18,8 @@ stay flat (records that no page lists) or grow with the largest page:
     python bench/hostile_bench.py                        # every case, default sizes
     python bench/hostile_bench.py tiny --sizes 250000 500000 1000000
     python bench/hostile_bench.py artifacts --build --sizes 10000 20000 40000
+    python bench/hostile_bench.py artifacts --build --sizes 100000 300000 1000000  # a site of
+    # a million files: the zip's directory, digests and listing must not grow with it
     python bench/hostile_bench.py guards symbols --build --sizes 1000000 3000000
 """
 

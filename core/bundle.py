@@ -13,12 +13,14 @@ import contextlib
 import hashlib
 import html
 import json
+import marshal
 import os
 import posixpath
 import re
+import sqlite3
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -45,13 +47,19 @@ def _relative_files(site: Path) -> list[str]:
     Plain strings, not :class:`~pathlib.Path` objects: a big site has over ten thousand
     files, and a path object apiece (with its interned parts) was megabytes.
     """
-    names = []
-    for folder, _, files in os.walk(site):
-        prefix = os.path.relpath(folder, site).replace(os.sep, "/")
-        prefix = "" if prefix == "." else prefix + "/"
-        names.extend(prefix + name for name in files)
-    names.sort()
-    return names
+    return sorted(_walk(str(site)))
+
+
+def _walk(folder: str, prefix: str = "") -> Iterator[str]:
+    """The relative path of every file under ``folder``, one at a time, in no set order (a
+    folder's names are not gathered first: one compile's artifacts may be a million files).
+    Links to folders are neither followed nor listed, as :func:`os.walk` does."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.is_dir():
+                yield prefix + entry.name
+            elif not entry.is_symlink():
+                yield from _walk(entry.path, f"{prefix}{entry.name}/")
 
 
 def site_listing(site: Path) -> list[str]:
@@ -154,10 +162,10 @@ def _deferred(name: str) -> bool:
     )
 
 
-def artifact_copies(site: Path, listing: Sequence[str]) -> list[str]:
+def artifact_copies(site: Path, listing: Iterable[str] | _Listing) -> list[str]:
     """The files of ``listing`` that a compile page links as a copy of text it shows in full
     (see :data:`ARTIFACT_COPY_CLASS`), in listing order."""
-    present = set(listing)
+    present = listing if isinstance(listing, _Listing) else set(listing)  # on disk: its own
     copies: set[str] = set()
     for name in listing:
         folder, _, base = name.rpartition("/")
@@ -167,7 +175,7 @@ def artifact_copies(site: Path, listing: Sequence[str]) -> list[str]:
             hrefs = _COPY_LINK.findall(page.read())
         for href in hrefs:
             target = posixpath.normpath(posixpath.join(folder, unquote(html.unescape(href))))
-            if target in present and _deferred(target) and input_copy_kind(target) is None:
+            if _deferred(target) and target in present and input_copy_kind(target) is None:
                 copies.add(target)
     return [name for name in listing if name in copies]
 
@@ -199,6 +207,7 @@ def compressed_estimate(paths: Sequence[Path]) -> int:
 BUNDLE_FORMATS = ("zip", "7z", "none")
 #: The file at the root of every bundle that says what is inside.
 MANIFEST_NAME = "manifest.json"
+_FILES_START = ' "files": [\n'  # the manifest's line that ends its summary fields
 _MANIFEST_NOTE = (
     "A tlsite report: a static website built from one PyTorch TORCH_TRACE log. Open "
     "index.html in a browser (it works from disk, offline). Besides the report pages it holds "
@@ -222,8 +231,8 @@ def manifest_json(
 
 def _manifest_chunks(
     site: Path,
-    listing: list[str],
-    digests: dict[str, Digest],
+    listing: Sequence[str] | _Listing,
+    digests: MutableMapping[str, Digest],
     *,
     trace: str,
     version: str,
@@ -247,13 +256,20 @@ def _manifest_chunks(
         "total_size": sum(digests[name].size for name in listing),
     }
     text = json.dumps(summary, indent=1, ensure_ascii=False)
-    yield text.removesuffix("\n}") + ',\n "files": [\n'
+    yield text.removesuffix("\n}") + ",\n" + _FILES_START
     last = len(listing) - 1
     for number, name in enumerate(listing):
         digest = digests[name]
         fields = {"path": name, "size": digest.size, "sha256": digest.sha256}
         yield f"  {json.dumps(fields, ensure_ascii=False)}{',' if number < last else ''}\n"
     yield " ]\n}\n"
+
+
+def _write_manifest(site: Path, chunks: Iterable[str]) -> None:
+    """Write ``site/manifest.json`` piece by piece (see :func:`_manifest_chunks`): a site of
+    a million files has a manifest of 100 MB."""
+    with open(site / MANIFEST_NAME, "w", encoding="utf-8", newline="\n") as manifest:
+        manifest.writelines(chunks)
 
 
 def write_7z(site: Path, dest: Path, *, root: str | None = None) -> int:
@@ -296,8 +312,13 @@ def write_bundle(
     if fmt not in BUNDLE_FORMATS:
         raise ValueError(f"bundle format must be one of {', '.join(BUNDLE_FORMATS)}, not {fmt!r}")
     if fmt in ("none", "7z"):
-        manifest = manifest_json(site, trace=trace, version=version, extra=extra)
-        (site / MANIFEST_NAME).write_bytes(manifest)
+        catalog = _Catalog(site.with_name(f"{site.name}.catalog"))
+        try:
+            listing = catalog.list_site(site)
+            fields = {"trace": trace, "version": version, "extra": extra}
+            _write_manifest(site, _manifest_chunks(site, listing, catalog.digests, **fields))
+        finally:
+            catalog.close()
     if fmt == "none":
         return None, 0
     dest = site.with_name(f"{site.name}.{fmt}")
@@ -308,12 +329,27 @@ def write_bundle(
 
 def left_out_of_zip(site: Path) -> dict[str, str]:
     """The files the site's zip bundle left out, with why (from its manifest)."""
+    value = _manifest_summary(site).get("left_out_of_zip")
+    return value if isinstance(value, dict) else {}
+
+
+def _manifest_summary(site: Path) -> dict[str, Any]:
+    """The fields of the site's manifest before its list of files, read without that list
+    (a site of a million files has a manifest of 100 MB, and a dict per file to parse it);
+    empty if it cannot be read."""
+    head = []
     try:
-        manifest = json.loads((site / MANIFEST_NAME).read_text(encoding="utf-8"))
+        with open(site / MANIFEST_NAME, encoding="utf-8") as manifest:
+            for line in manifest:
+                if line == _FILES_START:
+                    break
+                head.append(line)
+            else:
+                return {}
+        summary = json.loads("".join(head).rstrip().removesuffix(",") + "\n}")
     except (OSError, ValueError):
         return {}
-    value = manifest.get("left_out_of_zip") if isinstance(manifest, dict) else None
-    return value if isinstance(value, dict) else {}
+    return summary if isinstance(summary, dict) else {}
 
 
 def _write_zip_bundle(
@@ -337,7 +373,8 @@ class ZipWriter:
     the GIL at every chunk). :meth:`add` names a file that will not change again;
     :meth:`finish` has every other file of the site added in path order, the copies that
     fit (see :func:`_complete_zip`) and the manifest, from the digests taken while
-    compressing (:func:`_complete_zip`, in the worker when there is one), and moves it into
+    compressing (:func:`_complete_zip`, in the worker when there is one; they and the
+    archive's directory wait on disk, see :class:`_Catalog`), and moves it into
     place. Without files handed over early, the entries are in path order, and the same site
     always gives the same bytes.
     """
@@ -367,13 +404,15 @@ class ZipWriter:
         """Complete the archive and return its size (raises what the worker met).
 
         The worker completes the archive it has been writing (see :func:`_complete_zip`):
-        the archive's directory and the files' digests are in its memory already, and a
-        second copy of them here would be this process's biggest allocation at the end of a
-        build of thousands of files.
+        the archive's directory and the files' digests are in its :class:`_Catalog` already.
         """
         manifest = {"trace": trace, "version": version, "extra": dict(extra or {})}
         if self._worker is None:
-            _complete_zip(self.site, self._tmp, {}, "w", **manifest)
+            catalog = _Catalog(_catalog_path(self._tmp))
+            try:
+                _complete_zip(self.site, self._tmp, catalog, "w", **manifest)
+            finally:
+                catalog.close()
         else:
             worker, self._worker = self._worker, None
             try:
@@ -394,12 +433,13 @@ class ZipWriter:
             self._worker.kill()
             self._worker = None
         self._tmp.unlink(missing_ok=True)
+        _catalog_path(self._tmp).unlink(missing_ok=True)
 
 
 def _complete_zip(
     site: Path,
     tmp: Path,
-    digests: dict[str, Digest],
+    catalog: _Catalog,
     mode: Literal["w", "a"],
     *,
     trace: str,
@@ -408,23 +448,22 @@ def _complete_zip(
 ) -> None:
     """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the copies.
 
-    ``digests`` lists the files already in ``tmp`` (``mode`` "a"; "w" starts a new archive).
+    ``catalog`` holds the files already in ``tmp`` (``mode`` "a"; "w" starts a new archive).
     A file that changed after it was compressed starts the archive again from the finished
     folder. The copies go in last, each group only if the archive stays attachable with it:
     first tlparse's copies of what the compile pages show (:data:`ARTIFACT_COPY_CLASS`), then
     the input's (see :data:`INPUT_COPIES`); the manifest says which were left out.
     """
-    listing = site_listing(site)
-    on_disk = set(listing)
+    listing = catalog.list_site(site)
+    digests = catalog.digests
     if any(
-        name not in on_disk or os.stat(os.path.join(site, name)).st_size != digest.size
+        name not in listing or os.stat(os.path.join(site, name)).st_size != digest.size
         for name, digest in digests.items()
     ):
-        digests.clear()
+        catalog.clear()
         mode = "w"
-    del on_disk
     copies = artifact_copies(site, listing)
-    with _open_zip(tmp, mode) as archive:
+    with _Zip(tmp, mode, catalog) as archive:
         for name in listing:
             _add_site_file(archive, site, name, digests)
         optional = {*copies, *(name for name in listing if input_copy_kind(name) is not None)}
@@ -459,22 +498,181 @@ def _complete_zip(
     if left_out:
         extra["left_out_of_zip"] = left_out
     chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
-    # written piece by piece: a list of ten thousand entries and its text were a build's
-    # biggest allocation at its very end
-    with open(site / MANIFEST_NAME, "w", encoding="utf-8") as manifest:
-        manifest.writelines(chunks)
-    with _open_zip(tmp, "a") as archive:
+    _write_manifest(site, chunks)
+    with _Zip(tmp, "a", catalog) as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         for name in kept:
             _add_to_zip(archive, site / name, f"{site.name}/{name}")
 
 
-def _open_zip(path: Path, mode: Literal["w", "a"]) -> zipfile.ZipFile:
-    return zipfile.ZipFile(path, mode, compression=zipfile.ZIP_DEFLATED, compresslevel=6)
+class _Catalog:
+    """What writing a site's zip keeps of every file until the archive is complete: its entry
+    of the zip's central directory, its size and SHA-256 for the manifest, the site's sorted
+    listing. They wait in a SQLite database beside the archive (on disk, with a few MB of
+    cache): as objects they were over a kilobyte per file, and a trace of a million
+    artifacts is a site of a million files.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.unlink(missing_ok=True)
+        self._db = sqlite3.connect(path)
+        self._db.executescript(
+            """
+            PRAGMA journal_mode = OFF;
+            PRAGMA synchronous = OFF;
+            CREATE TABLE entry (info BLOB);
+            CREATE TABLE digest (name BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID;
+            CREATE TABLE listing (name BLOB PRIMARY KEY) WITHOUT ROWID;
+            """
+        )
+        self.entries = _Entries(self._db)
+        self.digests = _Digests(self._db)
+        #: Where the archive's central directory starts (set as it is closed).
+        self.start_dir = 0
+
+    def list_site(self, site: Path) -> _Listing:
+        """Every file of ``site`` but the manifest (see :func:`site_listing`)."""
+        self._db.execute("DELETE FROM listing")
+        self._db.executemany(
+            "INSERT INTO listing VALUES (?)",
+            ((_key(name),) for name in _walk(str(site)) if name != MANIFEST_NAME),
+        )
+        return _Listing(self._db)
+
+    def clear(self) -> None:
+        """Forget the archive's entries and digests (it is started again)."""
+        self._db.execute("DELETE FROM entry")
+        self._db.execute("DELETE FROM digest")
+        self.entries.count = 0
+        self.start_dir = 0
+
+    def close(self) -> None:
+        self._db.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _key(name: str) -> bytes:
+    """A file name as a database key: its UTF-8 bytes sort as the name does (a name that is
+    not UTF-8, with lone surrogates from the file system, keeps its place too)."""
+    return name.encode("utf-8", "surrogatepass")
+
+
+def _name(key: bytes) -> str:
+    return key.decode("utf-8", "surrogatepass")
+
+
+class _Listing:
+    """The site's files by relative path, sorted, read from the catalog each time."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __iter__(self) -> Iterator[str]:
+        for (key,) in self._db.execute("SELECT name FROM listing ORDER BY name"):
+            yield _name(key)
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM listing").fetchone()[0])
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        found = self._db.execute("SELECT 1 FROM listing WHERE name = ?", (_key(name),))
+        return found.fetchone() is not None
+
+
+class _Digests(MutableMapping[str, Digest]):
+    """Each compressed or hashed file's :class:`Digest`, by relative path, in the catalog."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __getitem__(self, name: str) -> Digest:
+        found = self._db.execute("SELECT value FROM digest WHERE name = ?", (_key(name),))
+        row = found.fetchone()
+        if row is None:
+            raise KeyError(name)
+        return Digest(row[0])
+
+    def __setitem__(self, name: str, digest: Digest) -> None:
+        self._db.execute("INSERT OR REPLACE INTO digest VALUES (?, ?)", (_key(name), bytes(digest)))
+
+    def __delitem__(self, name: str) -> None:
+        if self._db.execute("DELETE FROM digest WHERE name = ?", (_key(name),)).rowcount == 0:
+            raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        for (key,) in self._db.execute("SELECT name FROM digest"):
+            yield _name(key)
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM digest").fetchone()[0])
+
+    def items(self) -> Iterable[tuple[str, Digest]]:  # type: ignore[override]
+        for key, value in self._db.execute("SELECT name, value FROM digest"):
+            yield _name(key), Digest(value)
+
+
+#: The attributes of a zip entry, kept as a tuple of their values.
+_ENTRY_FIELDS = zipfile.ZipInfo.__slots__
+
+
+class _Entries:
+    """The archive's entries in the catalog: the list :class:`zipfile.ZipFile` keeps as
+    ``filelist`` (appended to as each file is written, iterated once when the central
+    directory is written at the end)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self.count = 0
+
+    def append(self, info: zipfile.ZipInfo) -> None:
+        values = tuple(getattr(info, field, None) for field in _ENTRY_FIELDS)
+        self._db.execute("INSERT INTO entry VALUES (?)", (marshal.dumps(values),))
+        self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[zipfile.ZipInfo]:
+        for (blob,) in self._db.execute("SELECT info FROM entry ORDER BY rowid"):
+            info = zipfile.ZipInfo.__new__(zipfile.ZipInfo)
+            for field, value in zip(_ENTRY_FIELDS, marshal.loads(blob), strict=True):
+                setattr(info, field, value)
+            yield info
+
+
+class _NoNames(dict[str, zipfile.ZipInfo]):
+    """``ZipFile.NameToInfo`` that keeps nothing: each name is written once (the catalog's
+    digests say which are in), and nothing here reads an entry back by name."""
+
+    def __setitem__(self, name: str, info: zipfile.ZipInfo) -> None:
+        pass
+
+
+class _Zip(zipfile.ZipFile):
+    """A zip (deflated, level 6) whose entries wait in a :class:`_Catalog` until the central
+    directory is written, and which reopens to append (mode "a") without reading them back."""
+
+    def __init__(self, path: Path, mode: Literal["w", "a"], catalog: _Catalog) -> None:
+        self._catalog = catalog
+        super().__init__(path, mode, compression=zipfile.ZIP_DEFLATED, compresslevel=6)
+        self.filelist = catalog.entries  # type: ignore[assignment]
+        self.NameToInfo = _NoNames()
+
+    def _RealGetContents(self) -> None:
+        """Mode "a": the entries are in the catalog; the directory starts where it ended."""
+        self.start_dir = self._catalog.start_dir
+
+    def close(self) -> None:
+        if self.fp is not None:
+            super().close()
+            self._catalog.start_dir = self.start_dir
 
 
 def _add_site_file(
-    archive: zipfile.ZipFile, site: Path, name: str, digests: dict[str, Digest]
+    archive: zipfile.ZipFile, site: Path, name: str, digests: MutableMapping[str, Digest]
 ) -> None:
     """Deflate the site's file ``name`` into ``archive`` once, recording its digest.
 
@@ -499,17 +697,25 @@ def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> 
     reading names until the end so that the builder never blocks on a full pipe).
     """
     failure = None
-    digests: dict[str, Digest] = {}
-    with _open_zip(Path(tmp), "w") as archive:
-        while isinstance(message := inbox.recv(), str):
-            if failure is None:
-                try:
-                    _add_site_file(archive, Path(site), message, digests)
-                except Exception as error:
-                    failure = f"{message}: {error}"
-    if failure is None:
-        try:
-            _complete_zip(Path(site), Path(tmp), digests, "a", **message)
-        except Exception as error:
-            failure = f"completing the archive: {error}"
+    catalog = _Catalog(_catalog_path(Path(tmp)))
+    try:
+        with _Zip(Path(tmp), "w", catalog) as archive:
+            while isinstance(message := inbox.recv(), str):
+                if failure is None:
+                    try:
+                        _add_site_file(archive, Path(site), message, catalog.digests)
+                    except Exception as error:
+                        failure = f"{message}: {error}"
+        if failure is None:
+            try:
+                _complete_zip(Path(site), Path(tmp), catalog, "a", **message)
+            except Exception as error:
+                failure = f"completing the archive: {error}"
+    finally:
+        catalog.close()
     outbox.send(("done", None) if failure is None else ("failed", failure))
+
+
+def _catalog_path(tmp: Path) -> Path:
+    """The :class:`_Catalog` of the archive being written as ``tmp``: beside it."""
+    return tmp.with_name(tmp.name + ".catalog")

@@ -20,6 +20,10 @@ from .records import loads_bounded
 
 #: How many decoded JSON payloads :meth:`PayloadStore.read_json` keeps.
 DECODED_KEPT = 8
+#: How many distinct payloads :meth:`PayloadStore.put` recognises at least (and at most twice
+#: as many): the most recent ones. A trace of a million distinct artifacts kept a few hundred
+#: bytes each in the index; a payload logged again after that many others is stored again.
+RECOGNISED = 1 << 16
 
 
 class PayloadRef(NamedTuple):
@@ -46,7 +50,8 @@ class PayloadStore:
         self._writer: BinaryIO | None = open(self.pack_path, "ab")  # noqa: SIM115
         self._size = self._writer.seek(0, os.SEEK_END)
         self._reader: BinaryIO | None = None
-        self._index: dict[str, PayloadRef] = {}
+        self._index: dict[str, PayloadRef] = {}  # the payloads put most recently
+        self._older: dict[str, PayloadRef] = {}  # the RECOGNISED before them
         self._decoded: OrderedDict[int, Any] = OrderedDict()  # offset -> value, see read_json
         self._dirty = False
 
@@ -56,13 +61,15 @@ class PayloadStore:
     def put_bytes(self, data: bytes, md5: str | None = None) -> PayloadRef:
         """Store UTF-8 ``data`` (``md5`` is its digest, when the caller already has it)."""
         digest = md5 or hashlib.md5(data).hexdigest()
-        ref = self._index.get(digest)
+        ref = self._index.get(digest) or self._older.get(digest)
         if ref is None:
             assert self._writer is not None, "the store is closed"
             offset = self._size  # not tell(): a system call per payload
             self._writer.write(data)
             self._size += len(data)
             self._dirty = True
+            if len(self._index) >= RECOGNISED:
+                self._older, self._index = self._index, {}
             ref = self._index[digest] = PayloadRef(digest, len(data), offset)
         return ref
 
@@ -72,6 +79,7 @@ class PayloadStore:
         payload) while the trace is read and its pages rendered; a site build calls this
         before writing pages."""
         self._index = {}
+        self._older = {}
 
     def flush(self) -> None:
         """Make everything put so far readable by other processes (highlight workers)."""
