@@ -270,6 +270,7 @@ def _provenance_page(
         index=index,
         others=others,
         valid=bool(view.mappings),
+        empty_mapping=_empty(inputs.node_mappings),
         linked=linked,
         is_cpp=view.is_cpp,
         kind=graph_kind(view),
@@ -279,6 +280,10 @@ def _provenance_page(
         panes=Markup(panes),
     )
     return Page(path, md, title)
+
+
+def _empty(artifact: Artifact | None) -> bool:
+    return artifact is not None and (artifact.payload is None or artifact.payload.size == 0)
 
 
 # -- kernel stack traces ----------------------------------------------------------------------
