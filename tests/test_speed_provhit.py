@@ -153,3 +153,17 @@ def test_cache_hit_provenance_link_in_chromium(
     page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
     page.screenshot(path=str(tmp_path / f"provhit_{scheme}_{width}.png"), full_page=False)
     assert not report.console_errors and not report.outside_requests
+
+
+def test_empty_node_mapping_of_a_cache_hit_is_called_empty(site_of: Any) -> None:
+    """With provenance tracking off, torch 2.15 logs an empty node mapping on every FX graph
+    cache hit (the 2.15 storm's 301 pages): the page says it is empty, not invalid JSON."""
+    log = PROVHIT.with_name("provhit_off.log")
+    trace = load(log)
+    (hit,) = cache_hits(trace)
+    mapping = [a for a in hit.artifacts if a.name.startswith("inductor_provenance_tracking_node")]
+    assert mapping and (mapping[0].payload is None or mapping[0].payload.size == 0)
+    (target, _), *_ = unit_links(site_of(log), hit)
+    page = target.read_text(encoding="utf-8")
+    assert "The node mapping is empty" in page and "torch does so on an FX graph cache hit" in page
+    assert "not valid JSON" not in page
