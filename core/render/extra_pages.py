@@ -8,7 +8,9 @@ the overview what they need to link to them.
 
 Provenance pages are computed once per renderer and kept (see :func:`_state`): the compile-id
 pages need to know which provenance views exist, and the views are only known after the
-mapping artifacts have been paired with their graphs and code.
+mapping artifacts have been paired with their graphs and code. A unit whose inputs are
+byte-identical to an earlier unit's (FX graph cache hits in a recompile storm) gets no pages of
+its own: its links lead to the earlier unit's, and say so.
 """
 
 from __future__ import annotations
