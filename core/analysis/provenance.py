@@ -157,16 +157,22 @@ def provenances(trace: Trace, unit: CompileUnit, *, any_folder: bool = False) ->
     between itself and the next mapping (old AOT logs write the C++ wrapper after the
     mapping); failing that, any earlier one (one pre-grad graph serves forward and backward).
     """
+    views = (_build(trace, inputs) for inputs in provenance_input_sets(unit, any_folder=any_folder))
+    return [v for v in views if v is not None]
+
+
+def provenance_input_sets(unit: CompileUnit, *, any_folder: bool = False) -> list[ProvenanceInputs]:
+    """The inputs of each view :func:`provenances` builds, without reading any payload."""
     mappings = [
         a for a in unit.artifacts if a.path and _matches(a.path, unit, NODE_MAPPINGS[0], any_folder)
     ]
     numbers: list[int | None] = [None, *(m.number for m in mappings), None]
-    views = []
+    sets = []
     for index, mapping in enumerate(mappings):
         window = (numbers[index], mapping.number, numbers[index + 2])
         inputs = [_paired(unit, patterns, window, any_folder) for patterns in _INPUTS[:-1]]
-        views.append(_build(trace, ProvenanceInputs(*inputs, node_mappings=mapping)))
-    return [v for v in views if v is not None]
+        sets.append(ProvenanceInputs(*inputs, node_mappings=mapping))
+    return sets
 
 
 def _paired(
@@ -194,6 +200,61 @@ def _text(trace: Trace, artifact: Artifact | None) -> str:
     if artifact is None or artifact.payload is None:
         return ""
     return trace.read_payload(artifact.payload)
+
+
+# -- compiles that logged the same provenance -----------------------------------------------------
+def fingerprint(unit: CompileUnit, *, any_folder: bool = False) -> tuple[Any, ...] | None:
+    """What the unit's provenance and kernel-trace pages are made of, as payload digests.
+
+    Two units with equal fingerprints logged byte-identical graphs, code, node mappings and
+    kernel stack traces (an FX graph cache hit logs what the cached compile stored), so their
+    pages would differ only in the compile id. None when the unit has no node mapping.
+    """
+    sets = provenance_input_sets(unit, any_folder=any_folder)
+    if not sets:
+        return None
+    views = tuple(tuple(_digest(getattr(s, f.name)) for f in fields(s)) for s in sets)
+    traces = tuple(
+        _digest(a)
+        for a in unit.artifacts
+        if a.kind == "artifact" and a.name.startswith(KERNEL_STACK_TRACES)
+    )
+    return views, traces
+
+
+def _digest(artifact: Artifact | None) -> str | None:
+    if artifact is None:
+        return None
+    return artifact.payload.md5 if artifact.payload is not None else ""
+
+
+def shared_provenance(trace: Trace, *, any_folder: bool = False) -> dict[int, CompileUnit]:
+    """Units whose provenance pages would repeat an earlier unit's: ``id(unit)`` → that unit.
+
+    A recompile storm that hits the FX graph cache logs the cached compile's provenance
+    again and again; one page serves them all.
+    """
+    first: dict[tuple[Any, ...], CompileUnit] = {}
+    same: dict[int, CompileUnit] = {}
+    for unit in trace.units.values():
+        key = fingerprint(unit, any_folder=any_folder)
+        if key is not None:
+            earlier = first.setdefault(key, unit)
+            if earlier is not unit:
+                same[id(unit)] = earlier
+    return same
+
+
+_CACHE_KEY = re.compile(r'"key":\s*"(\w+)"')
+
+
+def fx_cache_hit_key(trace: Trace, unit: CompileUnit) -> str | None:
+    """The FX graph cache key of the unit's last ``fx_graph_cache_hit`` (None if it has none)."""
+    hits = [a for a in unit.artifacts if a.name == "fx_graph_cache_hit" and a.payload is not None]
+    if not hits:
+        return None
+    match = _CACHE_KEY.search(_text(trace, hits[-1]))
+    return match.group(1) if match else None
 
 
 # -- node mappings → line mappings (spec §6.3) ---------------------------------------------------
@@ -454,11 +515,15 @@ __all__ = [
     "KernelTraces",
     "Provenance",
     "ProvenanceInputs",
+    "fingerprint",
+    "fx_cache_hit_key",
     "kernel_stack_traces",
     "kernel_stack_traces_by_artifact",
     "line_mappings",
     "parse_kernel_stack_traces",
     "provenance",
+    "provenance_input_sets",
     "provenance_inputs",
     "provenances",
+    "shared_provenance",
 ]

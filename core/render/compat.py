@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.provenance import parse_kernel_stack_traces
+from ..analysis.provenance import fx_cache_hit_key, parse_kernel_stack_traces, shared_provenance
 from ..analysis.views import guard_codes
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
 from ..records import loads_bounded
@@ -134,6 +134,7 @@ class CompatWriter:
         for key, ref in self.trace.loose_payloads.items():
             self.trace.store.copy_to(ref, os.path.join(self.out, "payloads", f"{key}.txt"))
             self._wrote(f"payloads/{key}.txt")
+        self._write_provenance_aliases()
         self._write_raw_jsonl()
         self._write_compile_directory()
         self._write_chromium_events()
@@ -229,6 +230,34 @@ class CompatWriter:
             for kernel, traces in kernel_stack_traces(text).items()
         ]
         return render("compat_page.html", **context)
+
+    def _write_provenance_aliases(self) -> None:
+        """tlparse's ``provenance_tracking_<D>.html`` for a compile whose provenance page is an
+        earlier compile's (the report builds that page once): a note linking to it."""
+        same = shared_provenance(self.trace, any_folder=True)
+        for unit in self.trace.units.values():
+            first = same.get(id(unit))
+            if first is None:
+                continue
+            path = f"provenance_tracking_{unit.dirname}.html"
+            key = fx_cache_hit_key(self.trace, unit)
+            why = f"an FX graph cache hit, key {key}" if key else "the same payloads"
+            note = (
+                f"{unit.display} logged the same graphs, generated code, node mapping and kernel "
+                f"stack traces as {first.display} ({why}), so the report shows them once, on "
+                f"{first.display}'s provenance page."
+            )
+            page = render(
+                "compat_page.html",
+                **{
+                    **self._context(unit, unit.artifacts[0], path, f"Provenance {unit.display}"),
+                    "report_href": f"provenance_tracking_{first.dirname}.html",
+                    "back_text": f"Provenance {first.display}",
+                    "note": note,
+                },
+            )
+            _write_text(os.path.join(self.out, path), page)
+            self._wrote(path)
 
     # -- whole-trace files ------------------------------------------------------------------
     def _write_raw_jsonl(self) -> None:

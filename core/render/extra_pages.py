@@ -8,7 +8,9 @@ the overview what they need to link to them.
 
 Provenance pages are computed once per renderer and kept (see :func:`_state`): the compile-id
 pages need to know which provenance views exist, and the views are only known after the
-mapping artifacts have been paired with their graphs and code.
+mapping artifacts have been paired with their graphs and code. A unit whose inputs are
+byte-identical to an earlier unit's (FX graph cache hits in a recompile storm) gets no pages of
+its own: its links lead to the earlier unit's, and say so.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from ..analysis import export_report as export_mod
 from ..analysis.provenance import (
     KernelTraces,
     Provenance,
+    fx_cache_hit_key,
     kernel_stack_traces_by_artifact,
     provenances,
     rust_lines,
+    shared_provenance,
 )
 from ..model import Artifact, CompileUnit, Event
 from .escape import h
@@ -74,6 +78,8 @@ class _State:
 
     views: dict[int, list[ProvenanceView]] = field(default_factory=dict)  # id(unit) → views
     kernel_pages: dict[int, tuple[Page, int]] = field(default_factory=dict)  # → (page, kernels)
+    #: units whose pages would repeat an earlier unit's (FX graph cache hits): → that unit
+    same: dict[int, CompileUnit] = field(default_factory=dict)
 
 
 _STATES: WeakKeyDictionary[ReportRenderer, _State] = WeakKeyDictionary()
@@ -82,11 +88,20 @@ _STATES: WeakKeyDictionary[ReportRenderer, _State] = WeakKeyDictionary()
 def _state(renderer: ReportRenderer) -> _State:
     state = _STATES.get(renderer)
     if state is None:
-        state = _State()
+        # any_folder: records logged without an attempt sit in ``…_-`` folders (spec §9 fix)
+        state = _State(same=shared_provenance(renderer.trace, any_folder=True))
+        shared_by: dict[int, list[CompileUnit]] = {}
         for unit in renderer.trace.units.values():
+            first = state.same.get(id(unit))
+            if first is not None:
+                shared_by.setdefault(id(first), []).append(unit)
+        for unit in renderer.trace.units.values():
+            if id(unit) in state.same:
+                continue  # its pages are the first one's; they say so and list it
             sources = kernel_stack_traces_by_artifact(renderer.trace, unit)
             kernel_path = kernel_traces_path(unit) if sources else None
-            views = _provenance_views(renderer, unit, kernel_path)
+            also = shared_by.get(id(unit), [])
+            views = _provenance_views(renderer, unit, kernel_path, also)
             if views:
                 state.views[id(unit)] = views
             if sources:
@@ -108,9 +123,8 @@ def kernel_traces_path(unit: CompileUnit) -> str:
 
 
 def _provenance_views(
-    renderer: ReportRenderer, unit: CompileUnit, kernel_path: str | None
+    renderer: ReportRenderer, unit: CompileUnit, kernel_path: str | None, also: list[CompileUnit]
 ) -> list[ProvenanceView]:
-    # any_folder: records logged without an attempt sit in ``…_-`` folders (spec §9 fix)
     found = provenances(renderer.trace, unit, any_folder=True)
     labels = _labels(found)
     views = []
@@ -121,7 +135,7 @@ def _provenance_views(
             for k, other in enumerate(labels, 1)
         ]
         kernel_href = _rel(path, kernel_path) if kernel_path else None
-        page = _provenance_page(renderer, unit, view, path, label, index, others, kernel_href)
+        page = _provenance_page(renderer, unit, view, path, label, index, others, kernel_href, also)
         views.append(ProvenanceView(unit, index, len(found), label, path, page))
     return views
 
@@ -212,6 +226,7 @@ def _provenance_page(
     index: int,
     others: list[dict[str, str]],
     kernel_href: str | None,
+    also: list[CompileUnit],
 ) -> Page:
     pre, post, code = pane_text(view)
     inputs = view.inputs
@@ -257,14 +272,20 @@ def _provenance_page(
         index=index,
         others=others,
         valid=bool(view.mappings),
+        empty_mapping=_empty(inputs.node_mappings),
         linked=linked,
         is_cpp=view.is_cpp,
         kind=graph_kind(view),
         kernels=None if view.is_cpp else kernel_names(code),
         kernel_href=kernel_href,
+        also=[{"display": u.display, "href": _rel(path, f"{u.dirname}/index.md")} for u in also],
         panes=Markup(panes),
     )
     return Page(path, md, title)
+
+
+def _empty(artifact: Artifact | None) -> bool:
+    return artifact is not None and (artifact.payload is None or artifact.payload.size == 0)
 
 
 # -- kernel stack traces ----------------------------------------------------------------------
@@ -300,8 +321,10 @@ def provenance_index(renderer: ReportRenderer) -> Page | None:
     state = _state(renderer)
     rows = []
     for unit in renderer.trace.units.values():
-        views = state.views.get(id(unit), [])
-        kernels = state.kernel_pages.get(id(unit))
+        first = state.same.get(id(unit))
+        owner = unit if first is None else first
+        views = state.views.get(id(owner), [])
+        kernels = state.kernel_pages.get(id(owner))
         if not views and kernels is None:
             continue
         rows.append(
@@ -309,7 +332,7 @@ def provenance_index(renderer: ReportRenderer) -> Page | None:
                 "unit": unit,
                 "unit_href": f"{unit.dirname}/index.md",
                 "function": renderer.function_of(unit),
-                "views": [{"label": v.label or "provenance", "href": v.path} for v in views],
+                "views": [{"label": _index_label(v, first), "href": v.path} for v in views],
                 "kernels_href": kernels[0].path if kernels else None,
                 "kernels": kernels[1] if kernels else 0,
             }
@@ -319,19 +342,38 @@ def provenance_index(renderer: ReportRenderer) -> Page | None:
     return Page(PROVENANCE_INDEX, render_markdown("provenance_index.md", rows=rows), "Provenance")
 
 
+def _index_label(view: ProvenanceView, first: CompileUnit | None) -> str:
+    if first is None:
+        return view.label or "provenance"
+    return f"same as {first.display}'s" + (f" ({view.label})" if view.label else "")
+
+
 def unit_links(renderer: ReportRenderer, unit: CompileUnit) -> list[dict[str, str]]:
     """Links from a compile-id page (``<D>/index.md``) to its provenance and kernel pages."""
     state = _state(renderer)
+    first = state.same.get(id(unit))
+    owner = unit if first is None else first
+    shared = [] if first is None else [f"same page as {first.display}'s: {_why(renderer, unit)}"]
     links = []
-    for view in state.views.get(id(unit), []):
-        text = f"Provenance ({view.label})" if view.label else "Provenance"
+    for view in state.views.get(id(owner), []):
+        notes = "; ".join([view.label, *shared] if view.label else shared)
+        text = f"Provenance ({notes})" if notes else "Provenance"
         links.append({"text": text, "href": "../" + view.path})
-    kernels = state.kernel_pages.get(id(unit))
+    kernels = state.kernel_pages.get(id(owner))
     if kernels is not None:
         page, count = kernels
-        text = f"Kernel stack traces ({count} kernel{'s' if count != 1 else ''})"
-        links.append({"text": text, "href": page.path.rsplit("/", 1)[-1]})
+        notes = "; ".join([f"{count} kernel{'s' if count != 1 else ''}", *shared])
+        href = page.path.rsplit("/", 1)[-1] if first is None else "../" + page.path
+        links.append({"text": f"Kernel stack traces ({notes})", "href": href})
     return links
+
+
+def _why(renderer: ReportRenderer, unit: CompileUnit) -> str:
+    """Why a unit's provenance is another's: a cache hit with its key, or plain identity."""
+    key = fx_cache_hit_key(renderer.trace, unit)
+    if key is None:
+        return "identical graphs, code and node mapping"
+    return f"FX graph cache hit, key {key[:12]}…"
 
 
 # -- draft export -----------------------------------------------------------------------------
