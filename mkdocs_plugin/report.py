@@ -350,7 +350,9 @@ class OwnSite(ReportPages):
             page.meta["template"] = STAMP_TEMPLATE
 
     def on_env(self, env: Any) -> None:
-        env.bytecode_cache = bytecode_cache()  # the theme's templates, compiled once
+        # the theme's templates, compiled once: ``tlsite build`` sets it too (in
+        # site_config, for every environment of a build), a user's ``mkdocs build`` only here
+        env.bytecode_cache = bytecode_cache()
         if self._stamp is not None:
             env.globals["tlsite_stamp"] = self._stamp
 

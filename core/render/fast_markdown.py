@@ -62,7 +62,6 @@ def convert(body: str) -> tuple[str, list[dict[str, Any]]] | None:
     if chunks is None:
         return None
     used = {anchor for kind, _, _, anchor in chunks if anchor}  # toc never changes these
-    counters: dict[str, int] = {}
     out: list[str] = []
     tokens: list[dict[str, Any]] = []
     for kind, text, level, anchor in chunks:
@@ -71,7 +70,7 @@ def convert(body: str) -> tuple[str, list[dict[str, Any]]] | None:
             continue
         name = strip_tags(text)
         if not anchor:
-            anchor = unique(slugify(html.unescape(name), "-"), used, counters)
+            anchor = unique(slugify(html.unescape(name), "-"), used)  # 2 arguments: any release
         permalink = f'<a class="headerlink" href="#{anchor}" title="Permanent link">&para;</a>'
         out += (f'<h{level} id="{anchor}">{text}{permalink}</h{level}>', "\n")
         tokens.append(
@@ -139,7 +138,7 @@ def _heading(text: str) -> Chunk | None:
     anchor = _HEADING_ID.search(content)
     if anchor is not None:
         content = content[: anchor.start()]
-    content = content.strip(" ")
+    content = content.strip()  # all whitespace, as Python-Markdown strips a heading
     # closing hashes, which Python-Markdown drops, are refused with the rest
     if content.endswith("#") or not _HEADING_TEXT.fullmatch(content):
         return None

@@ -73,6 +73,7 @@ def markdown_environment() -> jinja2.Environment:
         link_html=escape.html_link,
         anchor=escape.anchor_safe,
         url=escape.url_path,
+        page_html=_page_html,
         yq=escape.yaml_string,
     )
     return env
@@ -89,3 +90,9 @@ def render_markdown(template: str, **context: object) -> str:
 def macro(template: str, name: str) -> Callable[..., str]:
     """A macro of a Markdown template, to call from Python."""
     return getattr(markdown_environment().get_template(template).module, name)
+
+
+def _page_html(path: str) -> str:
+    """The written page of the Markdown page ``path`` (``x/index.md`` → ``x/index.html``), for
+    links in raw HTML, which MkDocs does not resolve."""
+    return path.removesuffix(".md") + ".html" if path.endswith(".md") else path
