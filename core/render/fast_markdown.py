@@ -21,17 +21,20 @@ from typing import Any
 from markdown.extensions.toc import nest_toc_tokens, slugify, strip_tags, unique
 
 #: Python-Markdown's block-level tags that templates start raw HTML blocks with.
-_RAW_TAGS = frozenset({"p", "div", "details", "table", "ol", "ul", "dl", "blockquote"})
+_RAW_TAGS = frozenset(
+    {"p", "div", "details", "table", "ol", "ul", "dl", "blockquote", "figure"}
+)
 _RAW_START = re.compile(r"<([a-z]+)[\s>]")
 _PLACEHOLDER = r"<!--tlsite-(?:code|part):[A-Za-z0-9_-]+-->"
 _HEADING = re.compile(r"(#{1,6}) (.*)")
 _HEADING_ID = re.compile(r" +\{ #([A-Za-z][A-Za-z0-9_-]*) \}$")  # attr_list's, an id alone
 _MARKDOWN_ATTRIBUTE = re.compile(r"\smarkdown[\s=>]")
-#: Heading text as :func:`~.escape.md_text` writes it: backslash escapes, the entities it
-#: writes, and characters that no inline pattern of the site's extensions starts with (no
-#: control characters either).
+#: Heading text as :func:`~.escape.md_text` and :func:`~.escape.md_code` write it: backslash
+#: escapes, the entities they write, ``<code>`` tags (inline raw HTML, kept as is) and
+#: characters that no inline pattern of the site's extensions starts with (no control
+#: characters either).
 _HEADING_TEXT = re.compile(
-    r"(?:\\[\\`*_{}\[\]()#+\-.!|]|&(?:lt|gt|amp|#124);|[^\\`*_{}\[\]<>&\x00-\x1f])+"
+    r"(?:\\[\\`*_{}\[\]()#+\-.!|]|&(?:lt|gt|amp|#124);|</?code>|[^\\`*_{}\[\]<>&\x00-\x1f])+"
 )
 _ESCAPE = re.compile(r"\\(.)")
 #: An md_in_html block: ``<details ... markdown><summary>...</summary>`` or ``<div ...
