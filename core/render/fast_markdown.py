@@ -99,8 +99,10 @@ def _chunks(text: str) -> list[Chunk] | None:
             chunks.append(("md", md_html, 0, None))
             pos = block.end()
         else:
-            end = text.find("\n\n", pos)
-            end = len(text) if end < 0 else end
+            end = _raw_end(text, pos)
+            if end is None:
+                end = text.find("\n\n", pos)
+                end = len(text) if end < 0 else end
             chunk = _chunk(text[pos:end])
             if chunk is None:
                 return None
@@ -111,8 +113,25 @@ def _chunks(text: str) -> list[Chunk] | None:
     return chunks
 
 
+def _raw_end(text: str, pos: int) -> int | None:
+    """The end of the raw HTML block that starts at ``pos``, blank lines inside it included
+    (a ``<pre>`` of code has them), as Python-Markdown finds it: where the block's first tag
+    closes, at a line's end followed by a blank line or by the end of ``text``. None if no
+    block-level tag starts there or it does not close so."""
+    start = _RAW_START.match(text, pos)
+    if start is None or start.group(1) not in _RAW_TAGS:
+        return None
+    depth = 0
+    for match in _tag_pattern(start.group(1)).finditer(text, pos):
+        depth += -1 if match.group(1) else 1
+        if depth == 0:
+            end = text.find(">", match.start()) + 1
+            return end if end == len(text) or text.startswith("\n\n", end) else None
+    return None
+
+
 def _chunk(text: str) -> Chunk | None:
-    """A block with no blank line in it: a heading, a placeholder or raw HTML."""
+    """A block: a heading, a placeholder or raw HTML (which alone may hold blank lines)."""
     if text.startswith("#"):
         return _heading(text)
     if re.fullmatch(_PLACEHOLDER, text) or _raw_block(text):
