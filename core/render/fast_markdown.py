@@ -21,9 +21,7 @@ from typing import Any
 from markdown.extensions.toc import nest_toc_tokens, slugify, strip_tags, unique
 
 #: Python-Markdown's block-level tags that templates start raw HTML blocks with.
-_RAW_TAGS = frozenset(
-    {"p", "div", "details", "table", "ol", "ul", "dl", "blockquote", "figure"}
-)
+_RAW_TAGS = frozenset({"p", "div", "details", "table", "ol", "ul", "dl", "blockquote", "figure"})
 _RAW_START = re.compile(r"<([a-z]+)[\s>]")
 _PLACEHOLDER = r"<!--tlsite-(?:code|part):[A-Za-z0-9_-]+-->"
 _HEADING = re.compile(r"(#{1,6}) (.*)")
