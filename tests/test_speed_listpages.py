@@ -10,6 +10,7 @@ the site's extensions; trace text must stay escaped; and the Markdown tree built
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -187,3 +188,9 @@ def test_a_storm_site_build_converts_no_list_page_with_python_markdown(
     assert sources and [s[:40] for s in sources if s.startswith(titles)] == []
     page = (outcome.site / "recompiles.html").read_text(encoding="utf-8")
     assert '<a href="-_0_1_0/index.html">[0/1]</a>' in page
+    # search reads a table's cells as words apart, as it did Python-Markdown's tables
+    index = json.loads((outcome.site / "search" / "search_index.json").read_text("utf-8"))
+    text = {doc["location"]: doc["text"] for doc in index["docs"]}
+    assert "Compile id Status Compile time (s) Why it (re)compiled" in text["frames/frame_0.html"]
+    assert re.search(r"\[0/1\] ok 0\.\d{3} <code>0/0: ", text["frames/frame_0.html"])
+    assert "Setting Value <code>" in text["config.html#dynamo_config"]
