@@ -127,6 +127,28 @@ def test_lists_cut_at_their_limits_still_skip_python_markdown(
         assert 'compile_ids.html">compile ids</a> page lists every' in done[path], path
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<p>x\n\n</p>",
+        "# A\n\n<div>a\n\nb</div>\n\n<p>c</p>",
+        '<div class="x">\n<pre>a\n\n\nb</pre>\n<script type="application/json">{}</script>\n</div>',
+        "<table>\n<tr><td>a\n\n</td></tr></table>\n\n## B",
+    ],
+)
+def test_raw_html_blocks_with_blank_lines_inside_are_what_python_markdown_makes(
+    body: str,
+) -> None:
+    """A raw HTML block ends where its first tag closes, not at a blank line inside it."""
+    fast = fast_markdown.convert(body)
+    assert fast is not None and fast == python_markdown(body)
+
+
+@pytest.mark.parametrize("body", ["<div>a\n\n</div>x", "<div>a\n\n<p>b</p>", "<p>a\n\n"])
+def test_raw_html_blocks_that_do_not_close_at_a_lines_end_are_refused(body: str) -> None:
+    assert fast_markdown.convert(body) is None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("which", ["storm", "cache_hits"])
 def test_the_markdown_tree_built_by_plain_mkdocs_shows_the_same_list_pages(
