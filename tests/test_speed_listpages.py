@@ -216,3 +216,55 @@ def test_a_storm_site_build_converts_no_list_page_with_python_markdown(
     assert "Compile id Status Compile time (s) Why it (re)compiled" in text["frames/frame_0.html"]
     assert re.search(r"\[0/1\] ok 0\.\d{3} <code>0/0: ", text["frames/frame_0.html"])
     assert "Setting Value <code>" in text["config.html#dynamo_config"]
+
+
+@pytest.mark.parametrize(
+    ("valid", "linked", "kernels", "kind"),
+    [
+        (True, 3, ["triton_poi_0"], "forward"),
+        (True, 0, ["triton_<poi>_0", "k1", "k2", "k3", "k4", "k5"], "backward"),
+        (True, 0, None, "inference"),
+        (True, 0, [], "forward"),
+        (False, 0, None, "forward"),
+    ],
+)
+def test_every_provenance_note_skips_python_markdown(
+    valid: bool, linked: int, kernels: list[str] | None, kind: str
+) -> None:
+    """Each note a provenance page can carry (the traces at hand show one), with several node
+    mappings and a kernel page: converted as Python-Markdown would, trace text escaped."""
+    from types import SimpleNamespace
+
+    from markupsafe import Markup
+
+    from tlsite.core.render.templating import render_markdown
+
+    md = render_markdown(
+        "provenance.md",
+        title="Provenance [0/0] <b>x</b>",
+        unit=SimpleNamespace(display="[0/0]"),
+        function="f<script>",
+        unit_href="-_0_0_0/index.md",
+        mapping={"name": "node_<mappings>", "number": 7, "report_md": "-_0_0_0/index.md#a-7"},
+        index=2,
+        others=[
+            {"label": "forward <1>", "path": "provenance_tracking_-_0_0_0.0.md"},
+            {"label": "backward", "path": "provenance_tracking_-_0_0_0.md"},
+        ],
+        valid=valid,
+        linked=linked,
+        is_cpp=False,
+        kind=kind,
+        kernels=kernels,
+        kernel_href="kernel_traces_-_0_0_0.md",
+        panes=Markup('<div class="tlsite-prov-wrap">\n<pre>a\n\n\nb</pre>\n</div>'),
+    )
+    parts = split_front_matter(md)
+    assert parts is not None
+    html = all_converted({"provenance_tracking_-_0_0_0.md": parts[1]})[
+        "provenance_tracking_-_0_0_0.md"
+    ]
+    assert scan(html).found == [] and "f&lt;script&gt;" in html
+    assert '<a href="provenance_tracking_-_0_0_0.0.html">forward &lt;1&gt;</a>' in html
+    assert '<a href="kernel_traces_-_0_0_0.html">kernel stack traces</a>' in html
+    assert ("admonition" in html) == (not valid or not linked)
