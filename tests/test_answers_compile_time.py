@@ -8,6 +8,7 @@ from tlsite's analysis.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -62,24 +63,6 @@ def pages_of(log: Path) -> dict[str, str]:
     }
 
 
-def md_tables(markdown: str) -> list[list[list[str]]]:
-    """Every pipe table of a Markdown page as rows of raw cell text (header row first)."""
-    tables: list[list[list[str]]] = []
-    current: list[list[str]] | None = None
-    for line in markdown.splitlines():
-        if line.startswith("|") and line.endswith("|"):
-            if set(line) <= set("|-:"):
-                continue
-            cells = [c.strip() for c in line[1:-1].split(" | ")]
-            if current is None:
-                current = []
-                tables.append(current)
-            current.append(cells)
-        else:
-            current = None
-    return tables
-
-
 def html_tables(text: str) -> list[list[list[str]]]:
     """Every HTML table of a page as rows of raw cell text (header row first)."""
     return [
@@ -88,6 +71,14 @@ def html_tables(text: str) -> list[list[list[str]]]:
             for row in re.findall(r"(?s)<tr>(.*?)</tr>", t)
         ]
         for t in re.findall(r"(?s)<table>(.*?)</table>", text)
+    ]
+
+
+def text_tables(text: str) -> list[list[list[str]]]:
+    """Every HTML table of a page as rows of the text a reader sees in each cell."""
+    return [
+        [[html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in row] for row in table]
+        for table in html_tables(text)
     ]
 
 
@@ -162,10 +153,10 @@ def test_slowest_phase_column_names_a_self_time_not_the_whole_frame() -> None:
     raw = raw_metrics(log)
     pages = pages_of(log)
     page = pages["compile_time.md"]
-    table = next(t for t in md_tables(page) if t[0][0] == "Compile id")
+    table = next(t for t in text_tables(page) if t[0][0] == "Compile id")
     header = table[0]
     column = header.index("Largest self time")
-    rows = {row[0].split("](")[0][1:]: row for row in table[1:]}
+    rows = {row[0]: row for row in table[1:]}
     assert all("whole frame" not in row[column] for row in rows.values())
     fwd = raw[("compilation_metrics", "[0/0]")]
     code_gen_alone = (
@@ -187,7 +178,7 @@ def test_phase_totals_over_all_compile_ids_split_forward_and_backward() -> None:
     log = training_trace()
     raw = raw_metrics(log)
     page = pages_of(log)["compile_time.md"]
-    table = next(t for t in md_tables(page) if t[0][0].startswith("Phase (self time"))
+    table = next(t for t in text_tables(page) if t[0][0].startswith("Phase (self time"))
     by_phase = {row[0]: row[1:] for row in table[1:]}
     kernels = sum(
         m.get("triton_compile_time_us") or 0

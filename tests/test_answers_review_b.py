@@ -213,15 +213,15 @@ def test_compiled_autograd_time_is_not_called_forward() -> None:
     """units fixture: [!0/1/0] compiles compiled autograd's graph (the backward pass), timed by
     one whole-frame `compilation_metrics` record. Its row keeps that total but says what it is,
     and neither the table nor the chart calls it forward time."""
-    from test_answers_compile_time import md_tables, pages_of, raw_metrics
+    from test_answers_compile_time import pages_of, raw_metrics, text_tables
 
     log = fixture_trace("units")
     # the envelope's own figures (raw_metrics keys leave out the compiled-autograd id)
     seconds = raw_metrics(log)[("compilation_metrics", "[1/0]")]
     markdown = pages_of(log)["compile_time.md"]
-    table = next(t for t in md_tables(markdown) if t[0][0] == "Compile id")
+    table = next(t for t in text_tables(markdown) if t[0][0] == "Compile id")
     header = table[0]
-    (row,) = [r for r in table if r[0].startswith("[[!0/1/0]]")]
+    (row,) = [r for r in table if r[0] == "[!0/1/0]"]
     assert "compiled autograd" in row[header.index("Function")], row
     assert row[header.index("Forward (s)")] == "—" and row[header.index("Backward (s)")] == "—"
     assert "(forward)" not in row[header.index("Largest self time")], row

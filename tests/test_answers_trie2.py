@@ -64,7 +64,7 @@ def cid_links(section: str) -> list[str]:
 @pytest.mark.parametrize("trace", TRACES, ids=[trace_id(p) for p in TRACES])
 def test_every_compile_id_is_a_link_in_the_trie_section(trace: Path) -> None:
     expected = framed_compile_ids(trace)
-    links = trie_section_links(ReportRenderer(load(trace)).overview().markdown)
+    links = trie_section_links(ReportRenderer(load(trace)).overview().standalone_markdown())
     assert expected - set(links) == set()
     assert set(links) <= expected
 
@@ -74,7 +74,7 @@ def test_the_compile_that_hit_the_recompile_limit_hangs_with_its_frame() -> None
     log = RECOMPILES.read_text(encoding="utf-8")
     assert log.count('"dynamo_start"') == 5
     assert '"frame_compile_id": 5' in log
-    markdown = ReportRenderer(load(RECOMPILES)).overview().markdown
+    markdown = ReportRenderer(load(RECOMPILES)).overview().standalone_markdown()
     node = next(li for li in re.findall(r"<li[^>]*>.*?</li>", markdown) if ">[0/5]</a>" in li)
     assert ">[0/4]</a>" in node  # at the node of its frame's other compiles
     assert "(no stack logged)" in node
@@ -84,7 +84,7 @@ def test_the_compile_that_hit_the_recompile_limit_hangs_with_its_frame() -> None
 def test_a_frame_with_no_stack_is_listed_under_the_trie() -> None:
     trace = FIXTURE_TRACES / "torch-2.15" / "export.log"
     assert '"dynamo_start"' not in trace.read_text(encoding="utf-8")
-    markdown = ReportRenderer(load(trace)).overview().markdown
+    markdown = ReportRenderer(load(trace)).overview().standalone_markdown()
     section = markdown.split("## Stack trie", 1)[1].split("\n## ", 1)[0]
     line = next(s for s in section.splitlines() if s.startswith("Compile ids with no recorded"))
     # the export calls whose records log the Python stack that called torch.export hang in

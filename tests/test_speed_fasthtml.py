@@ -162,7 +162,6 @@ def test_a_hostile_traces_compile_pages_stay_escaped(hostile: Path) -> None:
         "# A *b*",
         "# A\n<p>x</p>",
         "<p>x</p>\n<p>y</p>",
-        "<p>x\n\n</p>",
         "<p>a\n```\nb</p>",
         "<p>\ta</p>",
         "<span>inline</span>",

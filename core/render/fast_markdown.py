@@ -21,17 +21,18 @@ from typing import Any
 from markdown.extensions.toc import nest_toc_tokens, slugify, strip_tags, unique
 
 #: Python-Markdown's block-level tags that templates start raw HTML blocks with.
-_RAW_TAGS = frozenset({"p", "div", "details", "table", "ol", "ul", "dl", "blockquote"})
+_RAW_TAGS = frozenset({"p", "div", "details", "table", "ol", "ul", "dl", "blockquote", "figure"})
 _RAW_START = re.compile(r"<([a-z]+)[\s>]")
 _PLACEHOLDER = r"<!--tlsite-(?:code|part):[A-Za-z0-9_-]+-->"
 _HEADING = re.compile(r"(#{1,6}) (.*)")
 _HEADING_ID = re.compile(r" +\{ #([A-Za-z][A-Za-z0-9_-]*) \}$")  # attr_list's, an id alone
 _MARKDOWN_ATTRIBUTE = re.compile(r"\smarkdown[\s=>]")
-#: Heading text as :func:`~.escape.md_text` writes it: backslash escapes, the entities it
-#: writes, and characters that no inline pattern of the site's extensions starts with (no
-#: control characters either).
+#: Heading text as :func:`~.escape.md_text` and :func:`~.escape.md_code` write it: backslash
+#: escapes, the entities they write, ``<code>`` tags (inline raw HTML, kept as is) and
+#: characters that no inline pattern of the site's extensions starts with (no control
+#: characters either).
 _HEADING_TEXT = re.compile(
-    r"(?:\\[\\`*_{}\[\]()#+\-.!|]|&(?:lt|gt|amp|#124);|[^\\`*_{}\[\]<>&\x00-\x1f])+"
+    r"(?:\\[\\`*_{}\[\]()#+\-.!|]|&(?:lt|gt|amp|#124);|</?code>|[^\\`*_{}\[\]<>&\x00-\x1f])+"
 )
 _ESCAPE = re.compile(r"\\(.)")
 #: An md_in_html block: ``<details ... markdown><summary>...</summary>`` or ``<div ...
@@ -95,8 +96,10 @@ def _chunks(text: str) -> list[Chunk] | None:
             chunks.append(("md", md_html, 0, None))
             pos = block.end()
         else:
-            end = text.find("\n\n", pos)
-            end = len(text) if end < 0 else end
+            end = _raw_end(text, pos)
+            if end is None:
+                end = text.find("\n\n", pos)
+                end = len(text) if end < 0 else end
             chunk = _chunk(text[pos:end])
             if chunk is None:
                 return None
@@ -107,8 +110,25 @@ def _chunks(text: str) -> list[Chunk] | None:
     return chunks
 
 
+def _raw_end(text: str, pos: int) -> int | None:
+    """The end of the raw HTML block that starts at ``pos``, blank lines inside it included
+    (a ``<pre>`` of code has them), as Python-Markdown finds it: where the block's first tag
+    closes, at a line's end followed by a blank line or by the end of ``text``. None if no
+    block-level tag starts there or it does not close so."""
+    start = _RAW_START.match(text, pos)
+    if start is None or start.group(1) not in _RAW_TAGS:
+        return None
+    depth = 0
+    for match in _tag_pattern(start.group(1)).finditer(text, pos):
+        depth += -1 if match.group(1) else 1
+        if depth == 0:
+            end = text.find(">", match.start()) + 1
+            return end if end == len(text) or text.startswith("\n\n", end) else None
+    return None
+
+
 def _chunk(text: str) -> Chunk | None:
-    """A block with no blank line in it: a heading, a placeholder or raw HTML."""
+    """A block: a heading, a placeholder or raw HTML (which alone may hold blank lines)."""
     if text.startswith("#"):
         return _heading(text)
     if re.fullmatch(_PLACEHOLDER, text) or _raw_block(text):

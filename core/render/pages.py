@@ -354,6 +354,7 @@ class ReportRenderer:
             (f for f in self.frames if f.recompiles), key=lambda f: -len(f.recompiles)
         )
         trie = compile_trie(units, {key: call.call_stack for key, call in self._export_of.items()})
+        blocks: dict[str, Block] = {}
         context = {
             "trace": trace,
             "stats": trace.stats,
@@ -374,11 +375,16 @@ class ReportRenderer:
             "recompiled": [(f, recompile_pattern(f)) for f in recompiled[:MAX_PROBLEMS]],
             "n_recompiled": len(recompiled),
             "has_trie": bool(trie.root.children),
-            "trie": trie_html(
-                trie.root,
-                status_of=self.status,
-                href_of=lambda u: self.href(u, depth=0),
-                stand_ins=trie.stand_ins,
+            # a part: it links every compile id, which Python-Markdown need not parse
+            "trie": self._part(
+                "trie",
+                trie_html(
+                    trie.root,
+                    status_of=self.status,
+                    href_of=lambda u: self.href(u, depth=0),
+                    stand_ins=trie.stand_ins,
+                ),
+                blocks,
             ),
             "no_stack": trie.unplaced,
             "legend": {
@@ -399,7 +405,8 @@ class ReportRenderer:
             "vllm_lead": extra_pages.vllm_lead(self),
             "autograd": self.autograd,
         }
-        return Page("index.md", render_markdown("overview.md", **context), "Overview")
+        md = render_markdown("overview.md", **context)
+        return Page("index.md", md, "Overview", blocks)
 
     def unit_page(self, unit: CompileUnit) -> Page:
         frame = self._frame_of.get(id(unit))

@@ -92,7 +92,10 @@ def macro(template: str, name: str) -> Callable[..., str]:
     return getattr(markdown_environment().get_template(template).module, name)
 
 
-def _page_html(path: str) -> str:
-    """The written page of the Markdown page ``path`` (``x/index.md`` → ``x/index.html``), for
-    links in raw HTML, which MkDocs does not resolve."""
-    return path.removesuffix(".md") + ".html" if path.endswith(".md") else path
+def _page_html(href: str) -> str:
+    """The written page of a link to a Markdown page (``x/index.md#a`` → ``x/index.html#a``),
+    for links in raw HTML, which MkDocs does not resolve."""
+    path, hash_, fragment = href.partition("#")
+    if path.endswith(".md"):
+        path = path.removesuffix(".md") + ".html"
+    return path + hash_ + fragment
