@@ -219,17 +219,18 @@ def test_a_storm_site_build_converts_no_list_page_with_python_markdown(
 
 
 @pytest.mark.parametrize(
-    ("valid", "linked", "kernels", "kind"),
+    ("valid", "linked", "kernels", "kind", "empty"),
     [
-        (True, 3, ["triton_poi_0"], "forward"),
-        (True, 0, ["triton_<poi>_0", "k1", "k2", "k3", "k4", "k5"], "backward"),
-        (True, 0, None, "inference"),
-        (True, 0, [], "forward"),
-        (False, 0, None, "forward"),
+        (True, 3, ["triton_poi_0"], "forward", False),
+        (True, 0, ["triton_<poi>_0", "k1", "k2", "k3", "k4", "k5"], "backward", False),
+        (True, 0, None, "inference", False),
+        (True, 0, [], "forward", False),
+        (False, 0, None, "forward", False),
+        (False, 0, None, "forward", True),
     ],
 )
 def test_every_provenance_note_skips_python_markdown(
-    valid: bool, linked: int, kernels: list[str] | None, kind: str
+    valid: bool, linked: int, kernels: list[str] | None, kind: str, empty: bool
 ) -> None:
     """Each note a provenance page can carry (the traces at hand show one), with several node
     mappings and a kernel page: converted as Python-Markdown would, trace text escaped."""
@@ -257,6 +258,8 @@ def test_every_provenance_note_skips_python_markdown(
         kind=kind,
         kernels=kernels,
         kernel_href="kernel_traces_-_0_0_0.md",
+        also=[{"display": "[0/<3>]", "href": "-_0_3_0/index.md"}],
+        empty_mapping=empty,
         panes=Markup('<div class="tlsite-prov-wrap">\n<pre>a\n\n\nb</pre>\n</div>'),
     )
     parts = split_front_matter(md)
@@ -267,4 +270,6 @@ def test_every_provenance_note_skips_python_markdown(
     assert scan(html).found == [] and "f&lt;script&gt;" in html
     assert '<a href="provenance_tracking_-_0_0_0.0.html">forward &lt;1&gt;</a>' in html
     assert '<a href="kernel_traces_-_0_0_0.html">kernel stack traces</a>' in html
+    assert '<a href="-_0_3_0/index.html">[0/&lt;3&gt;]</a>' in html  # the shared page's
+    assert ("The node mapping is empty" in html) == empty
     assert ("admonition" in html) == (not valid or not linked)
