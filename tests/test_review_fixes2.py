@@ -56,3 +56,39 @@ def test_symbolic_records_heading_shows_no_markdown_escapes(version: str) -> Non
     for text in shown:
         assert "Other symbolic records (on symbols created outside this trace" in text
         assert "records \\(" not in text
+
+
+def _provenance_text(trace_name: str) -> dict[str, str]:
+    trace = FIXTURE_TRACES / "provhit" / trace_name
+    loaded = load(str(trace))
+    try:
+        return {
+            page.path: re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.markdown))
+            for page in render_tree(loaded).pages
+            if page.path.startswith("provenance_tracking_")
+        }
+    finally:
+        loaded.close()
+
+
+def test_a_cache_hits_provenance_page_does_not_claim_a_pre_grad_graph() -> None:
+    """A compile that hit the FX graph cache logs no pre-grad graph: its page said how
+    Inductor turned the pre-grad graph into the post-grad graph all the same."""
+    pages = _provenance_text("provhit.log")
+    without = [text for text in pages.values() if "Not logged for this compile" in text]
+    with_pre = [text for text in pages.values() if "Not logged for this compile" not in text]
+    assert without and with_pre
+    for text in without:
+        assert "turned the pre-grad graph" not in text
+        assert "torch logged no pre-grad graph for this compile" in text
+    for text in with_pre:
+        assert "turned the pre-grad graph into the post-grad graph" in text
+
+
+def test_a_page_whose_mapping_links_nothing_does_not_say_bold_lines_are_linked() -> None:
+    pages = _provenance_text("provhit_off.log")
+    assert pages
+    for text in pages.values():
+        assert "The node mapping is empty" in text
+        assert "Bold lines are linked" not in text
+        assert "No line is linked" in text

@@ -260,6 +260,7 @@ def test_every_provenance_note_skips_python_markdown(
         kernel_href="kernel_traces_-_0_0_0.md",
         also=[{"display": "[0/<3>]", "href": "-_0_3_0/index.md"}],
         empty_mapping=empty,
+        pre_logged=kind != "inference",
         panes=Markup('<div class="tlsite-prov-wrap">\n<pre>a\n\n\nb</pre>\n</div>'),
     )
     parts = split_front_matter(md)

@@ -230,6 +230,7 @@ def _provenance_page(
 ) -> Page:
     pre, post, code = pane_text(view)
     inputs = view.inputs
+    linked = sum(len(lines) for lines in view.mappings.values())
     code_artifact = inputs.cpp_code if view.is_cpp else inputs.py_code
     panes = render(
         "provenance_panes.html",
@@ -259,9 +260,9 @@ def _provenance_page(
             },
         ],
         mappings=mappings_json(view.mappings),
+        linked=linked,
     )
     title = f"Provenance {unit.display} {label}".strip()
-    linked = sum(len(lines) for lines in view.mappings.values())
     md = render_markdown(
         "provenance.md",
         title=title,
@@ -274,6 +275,7 @@ def _provenance_page(
         valid=bool(view.mappings),
         empty_mapping=_empty(inputs.node_mappings),
         linked=linked,
+        pre_logged=bool(pre),
         is_cpp=view.is_cpp,
         kind=graph_kind(view),
         kernels=None if view.is_cpp else kernel_names(code),
