@@ -184,7 +184,13 @@ def test_search_box_finds_code_and_links_to_its_artifact(
     page, report = search(open_site, training.site, query)
     hit = page.locator(f".md-search-result__item a[href*='-_0_0_0/index.html'][href*='{anchor}']")
     hit.first.wait_for(state="visible", timeout=SEARCH_TIMEOUT_MS)
-    assert shown in hit.first.inner_text()
+    # the first results may answer a prefix of the query typed so far: wait for the last one
+    waited, text = 0, hit.first.inner_text()
+    while shown not in text and waited < SEARCH_TIMEOUT_MS:
+        page.wait_for_timeout(200)
+        waited += 200
+        text = hit.first.inner_text()
+    assert shown in text
     assert report.console_errors == [] and report.outside_requests == []
 
 
