@@ -10,8 +10,6 @@ included); a recompile storm's compile pages must all be converted; and the Mark
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +18,7 @@ import markdown
 import pytest
 from corpus import FIXTURE_TRACES, PROJECT_ROOT, TORCH_213, TRAINING_TRACE_GLOB
 from test_hostile_trace import hostile_trace, scan
-from test_speed_pages import article, build, pages, run
+from test_speed_pages import article, build, pages, plain_tree_pages
 
 from tlsite.core import load
 from tlsite.core.render import fast_markdown
@@ -202,16 +200,7 @@ def test_the_markdown_tree_built_by_plain_mkdocs_shows_the_same_compile_pages(
     else:
         trace = request.getfixturevalue(which)
     site = pages(build(trace, tmp_path / "site"))
-    tree = tmp_path / "md"
-    run("tlsite", "markdown", str(trace), "-o", str(tree), "--quiet", cwd=tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-f", str(tree / "mkdocs.yml")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert re.findall(r"^WARNING.*", done.stderr, re.MULTILINE) == []
-    plain = pages(tree / "site")
+    plain = plain_tree_pages(trace, tmp_path)
     units = [name for name in site if name.startswith("-_") and name.endswith("/index.html")]
     assert units and [name for name in units if name not in plain] == []
     assert [name for name in units if shown(plain[name]) != shown(site[name])] == []

@@ -11,10 +11,7 @@ the site's extensions; trace text must stay escaped; and the Markdown tree built
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import markdown
@@ -22,7 +19,7 @@ import pytest
 from corpus import FIXTURE_TRACES, TORCH_213, TRAINING_TRACE_GLOB
 from test_hostile_trace import scan
 from test_speed_fasthtml import hostile, python_markdown, shown, storm  # noqa: F401 (fixtures)
-from test_speed_pages import build, pages, run
+from test_speed_pages import build, pages, plain_tree_pages
 
 from tlsite.core import limits, load
 from tlsite.core.render import fast_markdown
@@ -161,16 +158,7 @@ def test_the_markdown_tree_built_by_plain_mkdocs_shows_the_same_list_pages(
     else:
         trace = request.getfixturevalue(which)
     site = pages(build(trace, tmp_path / "site"))
-    tree = tmp_path / "md"
-    run("tlsite", "markdown", str(trace), "-o", str(tree), "--quiet", cwd=tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "-f", str(tree / "mkdocs.yml")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert re.findall(r"^WARNING.*", done.stderr, re.MULTILINE) == []
-    plain = pages(tree / "site")
+    plain = plain_tree_pages(trace, tmp_path)
     listed = [name for name in site if LIST_PAGE.fullmatch(name.replace(".html", ".md"))]
     assert len(listed) >= 4 and [name for name in listed if name not in plain] == []
     assert [name for name in listed if shown(plain[name]) != shown(site[name])] == []

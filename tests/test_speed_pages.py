@@ -117,6 +117,21 @@ def pages(site: Path) -> dict[str, Path]:
     }
 
 
+def plain_tree_pages(trace: Path, tmp_path: Path) -> dict[str, Path]:
+    """The pages of ``tlsite markdown``'s tree of ``trace`` built by plain ``mkdocs build``,
+    which must succeed without a warning (the tree's links name pages that exist)."""
+    tree = tmp_path / "md"
+    run("tlsite", "markdown", str(trace), "-o", str(tree), "--quiet", cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "-f", str(tree / "mkdocs.yml")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.findall(r"^WARNING.*", done.stderr, re.MULTILINE) == []
+    return pages(tree / "site")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.parent.name + "/" + p.stem[:20])
 def test_the_markdown_tree_built_by_plain_mkdocs_shows_the_same_pages(
