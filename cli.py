@@ -12,6 +12,7 @@ failed (``128 + N`` when signal N ended it).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -526,7 +527,13 @@ def build(path: str, out: Path, **options: Any) -> BuildOutcome:
     a while to import, and ``tlsite --version`` or ``serve`` need none of it)."""
     from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
 
-    return build_pipeline(path, out, **options)
+    # What the imports made (modules, classes, compiled templates) lives as long as the
+    # process: frozen, the garbage collector's full passes during the build skip it.
+    gc.freeze()
+    try:
+        return build_pipeline(path, out, **options)
+    finally:
+        gc.unfreeze()  # a process that builds again (the tests) collects as before
 
 
 def _diff_command(args: argparse.Namespace) -> int:
