@@ -525,10 +525,16 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
 def build(path: str, out: Path, **options: Any) -> BuildOutcome:
     """:func:`tlsite.mkdocs_plugin.pipeline.build` (imported when first called: MkDocs takes
     a while to import, and ``tlsite --version`` or ``serve`` need none of it)."""
-    from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
-
-    # What the imports made (modules, classes, compiled templates) lives as long as the
-    # process: frozen, the garbage collector's full passes during the build skip it.
+    # What importing MkDocs and the rest makes (modules, classes, functions) lives as long
+    # as the process: the garbage collector's passes would find nothing to free in it, so
+    # none runs while it is made, and frozen, the full passes during the build skip it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
+    finally:
+        if collecting:
+            gc.enable()
     gc.freeze()
     try:
         return build_pipeline(path, out, **options)
