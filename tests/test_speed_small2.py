@@ -17,17 +17,19 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import jinja2
 import pytest
 import yaml
 from corpus import TORCH_213, TRAINING_TRACE_GLOB
 from mkdocs.config import load_config
 from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.theme import Theme
 
 import tlsite.core as core
 from tlsite import cli
 from tlsite.core.render.pages import ReportRenderer
 from tlsite.core.render.templating import macro, render_markdown
-from tlsite.mkdocs_plugin import pipeline, site_config
+from tlsite.mkdocs_plugin import csp, pipeline, site_config
 
 #: Trace text a config value can hold that the cells must show as the macro did.
 ODD_VALUES = ["a\r\nb", "{{ x }} {% y %}", "<script>alert(1)</script>", "`x` | *y* & 'z'", ""]
@@ -133,3 +135,29 @@ def test_the_cli_build_leaves_the_garbage_collector_as_it_found_it(
         assert not gc.isenabled() and gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+def _rendered_scripts(template: jinja2.Template, context: dict[str, Any]) -> list[str]:
+    try:
+        return csp.inline_scripts(template.render(**context))
+    except jinja2.TemplateError:
+        return []  # needs more than the context: not trusted
+
+
+def test_the_theme_scripts_trusted_at_each_depth_are_those_a_fresh_environment_renders() -> None:
+    """Material's script partials, loaded once for every base URL, give each depth the inline
+    scripts (their storage scope names the base URL) that rendering them anew gives."""
+    theme = Theme(name="material", custom_dir=str(site_config.THEME_DIR), language="en")
+    dirs = tuple(str(d) for d in theme.dirs)
+    features = tuple(site_config.FEATURES)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(list(dirs)))
+    names = {path.name for d in dirs for path in (Path(d) / csp._PARTIALS).glob("*.html")}
+    partials = [env.get_template(f"{csp._PARTIALS}/{name}") for name in sorted(names)]
+    assert len(partials) > 3
+    found = []
+    for base_url in (".", "..", "../.."):
+        context = {"config": {"extra": {}}, "base_url": base_url, "features": features}
+        fresh = {script for t in partials for script in _rendered_scripts(t, context)}
+        found.append(csp._trusted(dirs, base_url, None, features))
+        assert found[-1] == fresh
+    assert len(set(found)) == 3  # the scope differs with the depth
