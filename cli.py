@@ -12,6 +12,7 @@ failed (``128 + N`` when signal N ended it).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -524,9 +525,21 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
 def build(path: str, out: Path, **options: Any) -> BuildOutcome:
     """:func:`tlsite.mkdocs_plugin.pipeline.build` (imported when first called: MkDocs takes
     a while to import, and ``tlsite --version`` or ``serve`` need none of it)."""
-    from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
-
-    return build_pipeline(path, out, **options)
+    # What importing MkDocs and the rest makes (modules, classes, functions) lives as long
+    # as the process: the garbage collector's passes would find nothing to free in it, so
+    # none runs while it is made, and frozen, the full passes during the build skip it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
+    finally:
+        if collecting:
+            gc.enable()
+    gc.freeze()
+    try:
+        return build_pipeline(path, out, **options)
+    finally:
+        gc.unfreeze()  # a process that builds again (the tests) collects as before
 
 
 def _diff_command(args: argparse.Namespace) -> int:

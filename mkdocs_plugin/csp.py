@@ -97,12 +97,20 @@ def policy(script_hashes: list[str], *, web_fonts: bool = False) -> str:
     return "; ".join(directives)
 
 
-@functools.lru_cache(maxsize=64)
-def _trusted(dirs: tuple[str, ...], base_url: str, scope: str | None, features: tuple) -> frozenset:
-    """The inline scripts Material's ``partials/javascripts`` render to for this ``base_url``."""
+@functools.cache
+def _partials(dirs: tuple[str, ...]) -> list[Any]:
+    """Material's ``partials/javascripts`` templates in ``dirs``, loaded once per process
+    (compiled, from the cache tlsite's and the theme's templates share) for every
+    ``base_url`` they are rendered for; those that do not load are left out."""
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(list(dirs)), auto_reload=False)
+    from tlsite.core.render.templating import bytecode_cache
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(list(dirs)),
+        auto_reload=False,
+        bytecode_cache=bytecode_cache(),
+    )
     names = sorted(
         {
             f"{_PARTIALS}/{path.name}"
@@ -110,12 +118,26 @@ def _trusted(dirs: tuple[str, ...], base_url: str, scope: str | None, features: 
             for path in (Path(folder) / _PARTIALS).glob("*.html")
         }
     )
+    templates = []
+    for name in names:
+        try:
+            templates.append(env.get_template(name))
+        except jinja2.TemplateError:
+            continue  # a partial that does not compile is not trusted
+    return templates
+
+
+@functools.lru_cache(maxsize=64)
+def _trusted(dirs: tuple[str, ...], base_url: str, scope: str | None, features: tuple) -> frozenset:
+    """The inline scripts Material's ``partials/javascripts`` render to for this ``base_url``."""
+    import jinja2
+
     extra = {} if scope is None else {"scope": scope}  # `d(base_url)` needs it undefined
     context = {"config": {"extra": extra}, "base_url": base_url, "features": features}
     bodies: set[str] = set()
-    for name in names:
+    for template in _partials(dirs):
         try:
-            rendered = env.get_template(name).render(**context)
+            rendered = template.render(**context)
         except jinja2.TemplateError:
             continue  # a partial that needs more context than ours is not trusted
         bodies.update(inline_scripts(rendered))

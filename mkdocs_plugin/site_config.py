@@ -9,6 +9,7 @@ built by ``mkdocs build`` or a compatible tool.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import functools
 import io
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
-import yaml
 
 import tlsite.themes
 
@@ -198,9 +198,13 @@ def build_site(
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
+    # the mapping as options of an empty file: the same configuration as its YAML would give
+    # (the plain data of site_config), without writing and parsing it (MkDocs' YAML loader is
+    # pure Python); a copy, as YAML gave one, for MkDocs keeps and may change what it is given
     cfg = load_config(
-        config_file=io.StringIO(yaml.safe_dump(config)),
+        config_file=io.StringIO("{}"),
         config_file_path=str(Path(config_dir) / "mkdocs.yml"),
+        **copy.deepcopy(config),
     )
     for name, plugin in {**(extra_plugins or {}), "tlsite_site": _of_its_own()}.items():
         cfg.plugins[name] = plugin
