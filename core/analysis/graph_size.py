@@ -12,23 +12,26 @@ from __future__ import annotations
 
 import re
 
+# The line patterns start with the newline before the line (the text is scanned with one put
+# in front): a pattern that starts with a literal is searched for at memchr speed, one that
+# starts with ``^`` is tried at every character.
 #: ``def forward(self, a: "f32[4]", b)`` on one line or over many (AOT graphs).
-_FORWARD = re.compile(r"^[ \t]*def forward\(\s*self,?(.*?)\)(?: -> [^\n]*)?:[ \t]*$", re.M | re.S)
+_FORWARD = re.compile(r"\n[ \t]*def forward\(\s*self,?(.*?)\)(?: -> [^\n]*)?:[ \t]*(?=\n|\Z)", re.S)
 _STRING = re.compile(r'"[^"\n]*"')
 _COMMENT = re.compile(r"#[^\n]*")
 _NAME = re.compile(r"\s*\**([A-Za-z_]\w*)")
 #: A node line: ``name = ...``, ``name: "f32[4]" = ...`` or ``name += ...`` (in place).
 _NODE = re.compile(
-    r'^[ \t]+([A-Za-z_]\w*)(?:: "[^"\n]*")? (?:[-+*/%@&|^]|//|\*\*|<<|>>)?= ([A-Za-z_]\w*)?(.?)',
-    re.M,
+    r'\n[ \t]+([A-Za-z_]\w*)(?:: "[^"\n]*")? (?:[-+*/%@&|^]|//|\*\*|<<|>>)?= ([A-Za-z_]\w*)?(.?)'
 )
-_RETURN = re.compile(r"^[ \t]+return\b", re.M)
+_RETURN = re.compile(r"\n[ \t]+return\b")
 #: AOT joint graphs take ``(self, primals, tangents)`` and unpack the placeholders in a line.
-_FLATTEN = re.compile(r"^[ \t]+(\w+(?:, *\w+)*),? = fx_pytree\.tree_flatten_spec\(", re.M)
+_FLATTEN = re.compile(r"\n[ \t]+(\w+(?:, *\w+)*),? = fx_pytree\.tree_flatten_spec\(")
 
 
 def fx_node_count(text: str) -> int | None:
     """The number of FX nodes in a printed graph, or ``None`` when ``text`` is not one."""
+    text = "\n" + text  # every line, the first too, follows a newline (see the patterns)
     signatures = list(_FORWARD.finditer(text))
     if not signatures:
         return None

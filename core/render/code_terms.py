@@ -37,7 +37,7 @@ _EXTERN = re.compile(r"extern_kernels\.\w+")
 _KERNELS = (re.compile(r"triton_(?:poi|red|per|tem|for|mm)_\w+"), re.compile(r"cpp_fused_\w+"))
 # a node of a printed FX graph: "    mm: "f32[8, 8][8, 1]cpu" = ..." or "    mm = ..."
 _NODE = re.compile(r"\n {4,}(\w+)(?:: \"[^\"\n]*\")? = ")
-_NUMBERED = re.compile(r"_\d+$")
+_NUMBERED = re.compile(r"_\d+$", re.M)  # on the node names joined by newlines: one call for all
 _GUARD_KIND = re.compile(r"\+- ([A-Z][A-Z0-9_]+):")
 _GUARD_CALL = re.compile(r": (___\w+)\(")  # "+- ID_MATCH: ___check_obj_id(...)"
 # a guarded variable with the attributes and items reached through it, as guards print it:
@@ -46,6 +46,7 @@ _GUARDED = tuple(
     re.compile(prefix + r"\['[^'\n\]]{1,120}'\](?:\.\w+|\['[^'\n\]]{1,120}'\])*")
     for prefix in ("L", "G")
 )
+_SPACE = re.compile(r"\s")  # what str.isspace() calls whitespace
 #: At most this many terms per artifact: the index stays small on graphs of thousands of nodes.
 MAX_TERMS = 400
 #: Terms longer than this are left out (generated names of hundreds of characters).
@@ -75,7 +76,8 @@ def code_terms(name: str, text: str) -> list[str]:
             terms.update(_PRIMS_OP.findall(text))
         elif "def forward" in text:  # a graph
             terms.update(_TORCH_CALL.findall(text))
-            nodes.update(_NUMBERED.sub("", node) for node in _NODE.findall(text))
+            if names := _NODE.findall(text):
+                nodes.update(_NUMBERED.sub("", "\n".join(names)).split("\n"))
     kept = _usable(terms)[:MAX_TERMS]
     kept += _usable(nodes - terms)[: MAX_TERMS - len(kept)]
     return sorted(kept)
@@ -94,7 +96,7 @@ def metric_terms(keys: Iterable[str]) -> list[str]:
 def _usable(terms: Iterable[str]) -> list[str]:
     """The terms without whitespace or over-long ones, shortest first."""
     return sorted(
-        {t for t in terms if t and len(t) <= MAX_TERM_LENGTH and not any(c.isspace() for c in t)},
+        {t for t in terms if t and len(t) <= MAX_TERM_LENGTH and _SPACE.search(t) is None},
         key=lambda t: (len(t), t),
     )
 
