@@ -4,12 +4,12 @@ A job's site is a landing page at its root and a full report per rank in ``rank_
 ``diff_<a>_<b>/`` sites), each built by MkDocs as a site of its own, so each had a copy of the
 theme's files (Material's and tlsite's ``assets/``): the same files sixteen times in a
 16-rank job's folder and zip. The sites below the root load the root's instead, where the
-landing page's build put them; their pages are otherwise unchanged.
+landing page's build put them (:func:`~tlsite.core.render.page.theme_file_url`); their pages
+are otherwise unchanged.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from jinja2 import pass_context
@@ -19,6 +19,8 @@ from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import Files
 from mkdocs.utils.templates import url_filter
 
+from tlsite.core.render.page import theme_file_url
+
 
 class InJob(BasePlugin):
     """A site one folder below a job's root (a rank's report, a diff of two ranks): its
@@ -26,11 +28,13 @@ class InJob(BasePlugin):
     web server answers with the root's ``404.html``; crawlers read the root's sitemap)."""
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig:
-        config.theme.static_templates.discard("404.html")
+        config.theme.static_templates.difference_update(_ROOT_ONLY)
         return config
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
-        for file in [f for f in files if f.src_uri.startswith(_ASSETS)]:
+        # the theme's files, and its templates of the root's pages (no longer rendered, they
+        # would be copied as they are)
+        for file in [f for f in files if f.src_uri.startswith(_ASSETS) or f.src_uri in _ROOT_ONLY]:
             files.remove(file)
         return files
 
@@ -39,13 +43,11 @@ class InJob(BasePlugin):
         env.filters["script_tag"] = _job_script_tag
         return env
 
-    def on_post_build(self, *, config: MkDocsConfig) -> None:
-        for name in ("sitemap.xml", "sitemap.xml.gz"):
-            Path(config.site_dir, name).unlink(missing_ok=True)
 
-
-#: Where a site's theme files are: a rank's are its job's (one folder up).
+#: The folder of a site's theme files (Material's and tlsite's).
 _ASSETS = "assets/"
+#: The theme's pages only the job's root has (``sitemap.xml`` also writes ``sitemap.xml.gz``).
+_ROOT_ONLY = ("404.html", "sitemap.xml")
 
 
 @pass_context
@@ -53,7 +55,7 @@ def _job_url(context: Any, value: str) -> str:
     """MkDocs' ``url`` filter, with the theme's files at the job's root."""
     url = url_filter(context, value)
     if str(value).startswith(_ASSETS) and "://" not in url and not url.startswith("/"):
-        return f"../{url}"
+        return theme_file_url(url, in_job=True)
     return url
 
 

@@ -39,7 +39,15 @@ from ..analysis.provenance import (
 from ..model import Artifact, CompileUnit, Event
 from .escape import h
 from .highlight import CodeBlock
-from .page import CODE_PLACEHOLDER, INLINE_HEAD_LINES, INLINE_LIMIT, Page, SiteTree
+from .page import (
+    ASSET_DIR,
+    CODE_PLACEHOLDER,
+    INLINE_HEAD_LINES,
+    INLINE_LIMIT,
+    Page,
+    SiteTree,
+    theme_file_url,
+)
 from .templating import render, render_markdown
 from .vllm_page import vllm_lead, vllm_pages  # noqa: F401 (vllm_lead: for the overview)
 
@@ -51,8 +59,6 @@ PROVENANCE_INDEX = "provenance.md"
 EXPORT_REPORT = "export_report.md"
 #: With more pages than this, the Provenance section of the navigation lists only the index.
 MAX_NAV_ENTRIES = 40
-#: Theme assets, relative to the site root (MkDocs copies the theme's custom_dir there).
-ASSET_DIR = "assets/tlsite"
 #: Characters escaped in the embedded JSON so it can never end its ``<script>`` element.
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 _AOT_ID = re.compile(r"#\s*AOT ID:\s*\[?'?\d*_?([A-Za-z]+)")
@@ -196,10 +202,8 @@ def mappings_json(mappings: dict[str, Any]) -> Markup:
 
 
 def _asset(renderer: ReportRenderer, page_path: str, name: str) -> str:
-    depth = (renderer.prefix + page_path).count("/")
-    if renderer.trace.job_ranks is not None:  # a rank of a job: the theme's files are the job's
-        depth += 1
-    return "../" * depth + f"{ASSET_DIR}/{name}"
+    url = "../" * (renderer.prefix + page_path).count("/") + f"{ASSET_DIR}/{name}"
+    return theme_file_url(url, in_job=renderer.trace.job_ranks is not None)
 
 
 def _artifact_info(

@@ -22,6 +22,18 @@ from .highlight import BLOCK_ID, CodeBlock, effective_lang, highlight_html, read
 INLINE_LIMIT = 1_000_000
 INLINE_HEAD_LINES = 400
 
+#: Theme assets, relative to the site root (MkDocs copies the theme's custom_dir there).
+ASSET_DIR = "assets/tlsite"
+
+
+def theme_file_url(url: str, *, in_job: bool) -> str:
+    """The URL of a theme file (``url``: relative to the page, as its own site has the file).
+
+    A job's site is a landing page at its root and a site per rank (and per diff of two
+    ranks) one folder below it; the sites below load the root's theme files, one folder up.
+    """
+    return f"../{url}" if in_job else url
+
 
 CODE_PLACEHOLDER = "<!--tlsite-code:{token}-->"
 PLACEHOLDER_PATTERN = re.compile(r"<!--tlsite-code:([A-Za-z0-9_-]+)-->")
