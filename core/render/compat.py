@@ -118,7 +118,7 @@ class CompatWriter:
     on_written: Callable[[str], None] | None = None
     written: list[str] = field(default_factory=list)
     #: folders made so far (a storm's compile folders take many files each)
-    _folders: set[str] = field(default_factory=set)
+    _folders: set[str] = field(default_factory=set, init=False, repr=False)
 
     def _wrote(self, path: str) -> None:
         if self.on_written is None:
