@@ -95,7 +95,6 @@ def as_plain(record: Record) -> dict[str, Any]:
     return plain
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("log", REAL, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_record_of_real_traces_reads_as_line_by_line(log: Path) -> None:
     data = log.read_bytes()
