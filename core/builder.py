@@ -78,6 +78,11 @@ class TraceBuilder:
         #: per compile id, where each ``inductor_compile`` begun and not yet ended started
         #: (the unit's artifact count then)
         self._inductor_open: dict[CompileId | None, list[tuple[int, Any]]] = {}
+        #: the compile id last looked up and its unit (records come in runs of one compile)
+        self._last_id: CompileId | None = None
+        self._last_unit: CompileUnit | None = None
+        self._phase_id: CompileId | None = None  # the same for chromium_phase's frame key
+        self._phase_key: CompileId | None = None
 
     # -- numbering and folders ------------------------------------------------------------------
     def next_number(self) -> int:
@@ -93,6 +98,9 @@ class TraceBuilder:
         return record.compile_id.dirname
 
     def unit_for(self, record: Record) -> CompileUnit:
+        if record.compile_id is not None and record.compile_id is self._last_id:
+            assert self._last_unit is not None
+            return self._last_unit  # the reader hands out one id object per compile
         key = None if record.compile_id is None else record.compile_id.directory_key()
         unit = self.trace.units.get(key)
         if unit is None:
@@ -103,6 +111,7 @@ class TraceBuilder:
                 artifacts=ArtifactList(self.trace.artifact_spill),
             )
             self.trace.units[key] = unit
+        self._last_id, self._last_unit = record.compile_id, unit
         return unit
 
     # -- reading ----------------------------------------------------------------------------------
@@ -129,15 +138,17 @@ class TraceBuilder:
         for key in record.envelope:
             if key not in CONTEXT_KEYS and key != record.event_type:
                 count_name(stats.unknown_keys, key, OTHER_KEYS)
-        self.trace.last_time = record.header.time
+        self.trace.last_time = record.time
         unit = self.unit_for(record)
-        if record.compile_id == unit.id:
+        if record.compile_id is not unit.id and record.compile_id == unit.id:
             record.compile_id = unit.id  # one object per compile, not one per record
         ctx = RecordContext(self, record, unit)
         handler = handler_for(record.event_type) or handlers.generic_handler
-        known = len(unit.artifacts)
-        handler(ctx)
-        if self.on_artifact is not None:
+        if self.on_artifact is None:
+            handler(ctx)
+        else:
+            known = len(unit.artifacts)
+            handler(ctx)
             for artifact in unit.artifacts[known:]:
                 self.on_artifact(self.trace, artifact)
         if "stack" in record.envelope:
@@ -236,13 +247,15 @@ class TraceBuilder:
         """
         if record.compile_id is None:
             return
-        key = record.compile_id.frame_key()
+        if record.compile_id is not self._phase_id:  # runs of events share one compile id
+            self._phase_id, self._phase_key = record.compile_id, record.compile_id.frame_key()
+        key = self._phase_key
         phases = self._open_phases.get(key)
         if begins:
             if phases is None:
                 phases = self._open_phases[key] = []
             if len(phases) < MAX_OPEN_PHASES:
-                phases.append(Phase(name, record.line, record.header.time))
+                phases.append(Phase(name, record.line, record.time))
             return
         if phases:
             for index in range(len(phases) - 1, -1, -1):

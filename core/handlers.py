@@ -7,6 +7,7 @@ counter, which reproduces tlparse's file names (``-_0_0_0/dynamo_output_graph_0.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 from pathlib import PurePosixPath
@@ -333,11 +334,17 @@ def _phase_mark(text: str) -> tuple[bool, str] | None:
     name = _NAME.search(text) if phase else None
     if phase is None or name is None:
         return None
+    value = _event_name(name.group(1))
+    return None if value is None else (phase.group(1) == "B", value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_name(quoted: str) -> str | None:
+    """A chromium event's name from its JSON string (a log names a few dozen events)."""
     try:
-        value = json.loads(name.group(1))
+        return str(json.loads(quoted))
     except ValueError:
         return None
-    return phase.group(1) == "B", str(value)
 
 
 @handles("dynamo_start")

@@ -58,6 +58,11 @@ MAX_COMPILE_ID = 2**63 - 1
 #: Largest ``str`` id accepted: raw.jsonl's string table is a list indexed by id, so one huge
 #: id would make it that long. Real traces number their file names from 0.
 MAX_STRING_ID = 1 << 20
+#: Compile ids the reader keeps to hand out again at most (see ``RecordReader._compile_id``).
+MAX_KNOWN_IDS = 4096
+#: The envelope keys of a compile id, and the types of their values an id may have.
+_ID_FIELDS = ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
+_ID_TYPES = frozenset({int, type(None)})
 #: Longest thread id or line number in a glog header (a u64 has 20 digits).
 _MAX_HEADER_DIGITS = 20
 
@@ -192,7 +197,9 @@ class Record:
     """One envelope with its payload, as read from the log."""
 
     line: int
-    header: Header
+    #: the glog prefix's fields as logged (level, month, day, hour, minute, second,
+    #: microsecond, thread, path, line): most records never need them as a :class:`Header`
+    head: tuple[str, ...]
     envelope: dict[str, Any]
     event_type: str
     compile_id: CompileId | None
@@ -204,6 +211,19 @@ class Record:
     #: names no rank in a log whose rank is known: this rank's, though tlparse drops it
     unranked: bool = False
     json_text: str = ""  # the envelope as logged (raw.jsonl reuses it without re-encoding)
+
+    @property
+    def header(self) -> Header:
+        """The glog prefix, its numbers read."""
+        level, month, day, _, _, _, _, thread, pathname, lineno = self.head
+        return Header(
+            level, int(month), int(day), self.time, int(thread), pathname.strip(), int(lineno)
+        )
+
+    @property
+    def time(self) -> str:
+        """The glog time, ``HH:MM:SS.uuuuuu``."""
+        return time_of(self.head)
 
     @property
     def payload(self) -> str | None:
@@ -223,6 +243,11 @@ class Record:
         if isinstance(declared, str) and _HEX32.fullmatch(declared):
             return declared
         return self.payload_md5
+
+
+def time_of(head: tuple[str, ...]) -> str:
+    """The glog time (``HH:MM:SS.uuuuuu``) of a record's :attr:`Record.head`."""
+    return f"{head[3]}:{head[4]}:{head[5]}.{head[6]}"
 
 
 def event_type_of(envelope: dict[str, Any]) -> str:
@@ -246,12 +271,15 @@ def _payload_lines(data: bytes) -> list[bytes]:
     return [line[:-1][1:] if line.endswith(b"\r") else line[1:] for line in lines]
 
 
-def _join_payload(data: bytes) -> bytes:
-    """The payload's bytes from its raw lines joined together."""
+def _join_payload(data: bytes) -> tuple[bytes, int]:
+    """The payload's bytes from its raw lines joined together, and how many lines they were."""
     if b"\r" in data:  # CRLF (or stray CR) line ends: take the careful path
-        return b"\n".join(_payload_lines(data))
+        lines = _payload_lines(data)
+        return b"\n".join(lines), len(lines)
     joined = data.replace(b"\n\t", b"\n")  # the first line's tab stays: sliced off below
-    return joined[1 : len(joined) - 1 if joined.endswith(b"\n") else len(joined)]
+    # every line but the first starts after a newline: each replaced tab is one more line
+    count = len(data) - len(joined) + 1 if data else 0
+    return joined[1 : len(joined) - 1 if joined.endswith(b"\n") else len(joined)], count
 
 
 def _payload_linenos(header: int, count: int, blank_lines: list[int]) -> list[int]:
@@ -292,6 +320,7 @@ class RecordReader:
         self._pos = 0
         self._eof = False
         self._lineno = 0  # number of physical lines consumed so far
+        self._compile_ids: dict[tuple[Any, ...], CompileId] = {}
 
     # -- the buffer ----------------------------------------------------------------------------
     def _fill(self) -> bool:
@@ -345,8 +374,9 @@ class RecordReader:
                 return b""
         return self._buf[self._pos : self._pos + 1]
 
-    def _take_payload_run(self) -> tuple[bytes, int]:
-        """Consume consecutive lines that start with a TAB; return them, raw, and how many."""
+    def _take_payload_run(self) -> bytes:
+        """Consume consecutive lines that start with a TAB and return them, raw (their number
+        is counted once they are joined, see :func:`_join_payload`)."""
         while True:
             match = _PAYLOAD_END.search(self._buf, self._pos)
             if match is not None and match.end() < len(self._buf):
@@ -360,9 +390,7 @@ class RecordReader:
                 break
         run = self._buf[self._pos : end]
         self._pos = end
-        lines = run.count(b"\n") + (0 if run.endswith(b"\n") else 1)
-        self._lineno += lines
-        return run, lines
+        return run
 
     # -- records -------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Record]:
@@ -389,10 +417,10 @@ class RecordReader:
                 reason = "orphan_payload" if text.startswith("\t") else "bad_header"
                 stats.skip(reason, lineno, text)
                 continue
-            if max(len(match["thread"]), len(match["lineno"])) > _MAX_HEADER_DIGITS:
+            if max(len(match[8]), len(match[10])) > _MAX_HEADER_DIGITS:  # thread, line
                 stats.skip("bad_header", lineno, f"thread id or line number too long: {text}")
                 continue
-            json_text = text[match.start("json") :]
+            json_text = text[match.start(11) :]
             try:
                 envelope = loads_bounded(json_text)
             except ValueError as exc:
@@ -428,58 +456,58 @@ class RecordReader:
         stats.total_lines = self._lineno
 
     def _make_record(self, lineno: int, match: re.Match[str], envelope: dict) -> Record:
-        header = Header(
-            level=match["level"],
-            month=int(match["month"]),
-            day=int(match["day"]),
-            time=f"{match['hour']}:{match['minute']}:{match['second']}.{match['micro']}",
-            thread=int(match["thread"]),
-            pathname=match["pathname"].strip(),
-            lineno=int(match["lineno"]),
-        )
-        compile_id = CompileId.from_envelope(envelope)
-        if compile_id is not None and any(
-            v is not None and v > MAX_COMPILE_ID for v in compile_id.fields()
-        ):
-            compile_id = None
+        compile_id = self._compile_id(envelope)
         if compile_id is None:
             self.stats.find(
                 "bad_compile_id",
                 lineno,
-                repr(
-                    {
-                        k: envelope.get(k)
-                        for k in ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
-                    }
-                ),
+                repr({k: envelope.get(k) for k in _ID_FIELDS}),
             )
         return Record(
-            line=lineno,
-            header=header,
-            envelope=envelope,
-            event_type=event_type_of(envelope),
-            compile_id=compile_id,
+            lineno,
+            match.group(1, 2, 3, 4, 5, 6, 7, 8, 9, 10),  # every group before the JSON's
+            envelope,
+            event_type_of(envelope),
+            compile_id,
         )
+
+    def _compile_id(self, envelope: dict[str, Any]) -> CompileId | None:
+        """The envelope's compile id: one object per distinct id (a log has a few, named by
+        thousands of records), so the model keeps, hashes and compares one each."""
+        key = tuple(map(envelope.get, _ID_FIELDS))
+        # only plain whole numbers are looked up: True and 1.0 equal 1 as keys, but are not ids
+        if set(map(type, key)) <= _ID_TYPES:
+            known = self._compile_ids.get(key)
+            if known is not None:
+                return known
+        compile_id = CompileId.from_envelope(envelope)
+        if compile_id is None or any(
+            v is not None and v > MAX_COMPILE_ID for v in compile_id.fields()
+        ):
+            return None
+        if len(self._compile_ids) >= MAX_KNOWN_IDS:  # a hostile log may name millions
+            self._compile_ids.clear()
+        self._compile_ids[key] = compile_id
+        return compile_id
 
     def _read_payload(self, record: Record) -> None:
         """Consume the TAB lines after a header (blank lines between them are dropped)."""
         runs: list[bytes] = []
         blank_lines: list[int] = []
-        count = 0  # payload lines
         while True:
-            head = self._peek()
+            head = self._buf[self._pos : self._pos + 1] or self._peek()
             if head == b"\t":
-                run, lines = self._take_payload_run()
-                runs.append(run)
-                count += lines
+                runs.append(self._take_payload_run())
             elif head in (b"\n", b"\r") and self._blank_line_follows():
                 self._next_line()
-                blank_lines.append(self._lineno)
+                # the payload lines are counted once joined: add those before the blank line
+                blank_lines.append(self._lineno + sum(run.count(b"\n") for run in runs))
             else:
                 break
         self.stats.read("blank", len(blank_lines))
         data = b"".join(runs)
-        payload = _join_payload(data)
+        payload, count = _join_payload(data)
+        self._lineno += count
         if not payload.isascii():  # ASCII is valid UTF-8: only other payloads need a check
             try:
                 payload.decode("utf-8")

@@ -117,6 +117,8 @@ class CompatWriter:
     #: ``written`` (a path per artifact: a compile may have hundreds of thousands)
     on_written: Callable[[str], None] | None = None
     written: list[str] = field(default_factory=list)
+    #: folders made so far (a storm's compile folders take many files each)
+    _folders: set[str] = field(default_factory=set, init=False, repr=False)
 
     def _wrote(self, path: str) -> None:
         if self.on_written is None:
@@ -157,7 +159,10 @@ class CompatWriter:
             return
         # paths as text: a Path apiece interned the name of every one of thousands of files
         dest = os.path.join(self.out, artifact.path)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        folder = os.path.dirname(dest)
+        if folder not in self._folders:
+            os.makedirs(folder, exist_ok=True)
+            self._folders.add(folder)
         if artifact.body == BODY_PAYLOAD and artifact.payload is not None:
             self.trace.store.copy_to(artifact.payload, dest)
         elif artifact.body == BODY_PAYLOAD:
