@@ -1,9 +1,10 @@
 """The search sections of a page, read by tlsite's token loop, are Material's (issue #19).
 
 :func:`~tlsite.mkdocs_plugin.search_index.sections` handles most tags (a table's cells, a code
-block's spans, kept tags such as ``<p>`` and ``<code>``) in its token loop and reads a tag's
-attributes only where they can change a section: a heading's id, a permalink's class,
-``data-search-exclude`` and ``class="linenodiv"``, however they are spelled. These tests
+block's spans, kept tags such as ``<p>`` and ``<code>``) in its token loop, matches a leaf
+element (``<td>x</td>``) as one token, and reads a tag's attributes only where they can
+change a section: a heading's id, a permalink's class, ``data-search-exclude`` and
+``class="linenodiv"``, however they are spelled. These tests
 compare it with Material's own parser where those shortcuts are taken, and on every page of
 real traces' sites (a storm's compile pages, a training run, a hostile trace, tlparse's
 inputs).
@@ -29,7 +30,7 @@ CASES = [
     "<td><pre><code>x = 1\n\n</code></pre></td></tr></table>",
     '<h2 id="a">T <code>c</code><A CLASS=headerlink href="#a">&para;</A></h2>'
     '<p>x<a href="#a">in a link</a></p>',
-    "<p>one<span/>two<div/>three</p>",
+    "<p>one<span/>two<div/>three</p><p>x<br>y</br></p><p>z<code></code></p>",
     "<div><span>a</div>b</span></div><p>c</p>",
     '<script>"<h2 id=\'no\'>"</script><h2 id="yes">Y</h2><STYLE>p {}</style ><p>after</p>',
     '<div><section><h2 id="n">N</h2><p>in</p></section><p>after section</p></div><p>after</p>',
