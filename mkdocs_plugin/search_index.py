@@ -4,10 +4,11 @@ Material's search plugin splits each page's HTML into sections (one per heading 
 with :class:`html.parser.HTMLParser`, whose pure-Python tokenizer was a sixth of a recompile
 storm's build. :class:`ReportSearchIndex` keeps Material's rules (which tags are kept, where
 whitespace collapses, which headings open a section, what ``data-search-exclude`` leaves
-out) and applies them to the tokens of one regular expression; a report's pages are HTML that
-Python-Markdown and tlsite's templates wrote, so they hold no script, style or malformed tag
-that would make the two readings differ (a test compares them on real traces). Each entry is
-kept as its JSON text, and the index is written as Material writes it.
+out) and applies them to the tokens of one regular expression, reading a tag's attributes
+only where they can change a section; a report's pages are HTML that Python-Markdown and
+tlsite's templates wrote, so they hold no script, style or malformed tag that would make the
+two readings differ (tests compare them on real traces). Each entry is kept as its JSON
+text, and the index is written as Material writes it.
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from material.plugins.search.plugin import SearchIndex
 
 from .alike_pages import sections_alike
 
-#: One token of HTML: a comment or declaration (ignored), a tag, or text.
+#: One token of HTML: a comment or declaration (ignored), a tag, or text. A start tag takes
+#: the text and end tag after it when they end its element (``<td>x</td>``, a leaf): the
+#: same three tokens, matched at once.
 _TOKEN = re.compile(
     r"<!--.*?(?:-->|\Z)|<[!?][^>]*>?"
-    r"|<(/?)([a-zA-Z][^\t\n\r\f />\x00]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>"
+    r"|<(/)?([a-zA-Z][^\t\n\r\f />\x00]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>"
+    r"(?(1)|(?:([^<]*)</\2>)?)"
     r"|([^<]+|<)",
     re.S,
 )
@@ -61,10 +65,26 @@ def _attributes(source: str) -> dict[str, str | None]:
     return found
 
 
+def _attributes_matter(tag: str, source: str) -> bool:
+    """Whether a start tag's attributes (``source``) may change the sections: leave its
+    element out (``data-search-exclude``, ``class="linenodiv"``; an entity may spell either)
+    or make it a heading's permalink (``<a class="headerlink">``)."""
+    return (
+        "linenodiv" in source
+        or "&" in source
+        or "data-search-exclude" in source.lower()
+        or (tag == "a" and "headerlink" in source)
+    )
+
+
 def sections(html: str) -> list[_Section]:
     """``html`` divided into sections by Material's rules (``material.plugins.search``'s
     ``Parser``: the same state, kept as tag names; Material compares elements by tag)."""
     return _Sectioner().feed(html)
+
+
+#: Tags whose start :meth:`_Sectioner.feed` always leaves to :meth:`_Sectioner.start`.
+_STARTS_APART = _HEADINGS | _VOID | set(_CDATA_END)
 
 
 class _Sectioner:
@@ -72,38 +92,77 @@ class _Sectioner:
 
     def __init__(self) -> None:
         self.tags: list[str] = []  # the open elements' tags
-        self.attrs: list[dict[str, str | None]] = []
         self.open: dict[str, int] = {}  # tag -> open elements with it
+        self.headerlinks: list[int] = []  # the depths of the open <a class="headerlink">
         self.skip = set(_ALWAYS_SKIPPED)  # tags whose elements' content is left out
         self.skipped = 0  # open elements whose tag is in ``skip``
         self.data: list[_Section] = []
         self.section: _Section | None = None
 
     def feed(self, html: str) -> list[_Section]:
-        at, size = 0, len(html)
-        while at < size:
-            match = _TOKEN.match(html, at)
-            assert match is not None  # the last alternative matches any character
-            at = match.end()
-            closing, tag, source, chunk = match.groups()
-            if chunk is not None:
-                self.text(unescape(chunk) if "&" in chunk else chunk)
-            elif tag is not None:
-                tag = tag.lower()
-                if closing:
-                    self.end(tag)
-                    continue
-                self.start(tag, _attributes(source) if source.strip(" /") else {})
-                if tag in _CDATA_END:  # its content is text up to its end tag, not HTML
-                    close = _CDATA_END[tag].search(html, at)
-                    content_end = close.start() if close else size
-                    if content_end > at:
-                        self.text(html[at:content_end])
-                    at = close.end() if close else size
-                    self.end(tag)
-                elif source.endswith("/"):  # <x/>: HTMLParser starts and ends it
-                    self.end(tag)
+        """Divide ``html``. Most of a page's tokens are text, and tags (a table's cells, a
+        code block's spans, paragraphs) whose attributes do not matter: their start and end
+        are handled in the token loop, as :meth:`start` and :meth:`end` would handle them;
+        the other tags by those methods."""
+        at: int | None = 0
+        while at is not None:
+            at = self._feed_from(html, at)
         return self.data
+
+    def _feed_from(self, html: str, at: int) -> int | None:
+        """Divide ``html`` from ``at`` to its end, or to the end of the first element whose
+        content is not HTML (``<script>``, ``<style>``): then return where to go on."""
+        tags, open_, skip = self.tags, self.open, self.skip
+        for match in _TOKEN.finditer(html, at):
+            closing, tag, source, leaf_text, chunk = match.groups()
+            if chunk is not None:
+                if not self.skipped:
+                    self.text(unescape(chunk) if "&" in chunk else chunk)
+                continue
+            if tag is None:  # a comment or declaration
+                continue
+            tag = tag.lower()
+            if closing is None:
+                section = self.section
+                if (
+                    tag in _STARTS_APART
+                    or section is None
+                    or source.endswith("/")
+                    or (source and _attributes_matter(tag, source))
+                ):
+                    self.start(tag, _attributes(source) if source.strip(" /") else {})
+                    if tag in _CDATA_END:  # text up to its end tag (an element always skipped)
+                        close = _CDATA_END[tag].search(html, match.end(3) + 1)
+                        self.end(tag)
+                        return close.end() if close else None
+                    if source.endswith("/"):  # <x/>: HTMLParser starts and ends it
+                        self.end(tag)
+                else:  # as :meth:`start` does for a tag with no attribute it reads
+                    tags.append(tag)
+                    open_[tag] = open_.get(tag, 0) + 1
+                    if tag in skip:
+                        self.skipped += 1
+                    elif tag in _KEEP and not self.skipped:
+                        self._target(section).append(f"<{tag}>")
+                if leaf_text is None:
+                    continue
+                if leaf_text and not self.skipped:  # a leaf: its text, then its end tag
+                    self.text(unescape(leaf_text) if "&" in leaf_text else leaf_text)
+            if not tags or tags[-1] != tag:  # an end tag of no open element: ignored
+                continue
+            section = self.section
+            assert section is not None  # the element's start made one
+            if (
+                tag in _KEEP
+                or tag in skip
+                or section.depth > len(tags)
+                or (self.headerlinks and self.headerlinks[-1] == len(tags))
+            ):
+                self.end(tag)
+            else:
+                tags.pop()
+                open_[tag] -= 1
+        return None
 
     def _current(self) -> _Section:
         if self.section is None:  # text before any heading: a section of its own
@@ -118,10 +177,11 @@ class _Sectioner:
         if tag in _VOID:
             return
         self.tags.append(tag)
-        self.attrs.append(attributes)
         self.open[tag] = self.open.get(tag, 0) + 1
         if tag in self.skip:
             self.skipped += 1
+        if tag == "a" and attributes.get("class") == "headerlink":
+            self.headerlinks.append(len(self.tags))
         if tag in _HEADINGS and "id" in attributes:
             depth = len(self.tags)
             if tag != "h1" and not self.data:
@@ -152,8 +212,9 @@ class _Sectioner:
                     section.depth = float("inf")
                     self.section = section = previous
                     break
+        if self.headerlinks and self.headerlinks[-1] == len(tags):
+            self.headerlinks.pop()
         tags.pop()
-        self.attrs.pop()
         self.open[tag] -= 1
         if tag in self.skip:
             self.skipped -= 1
@@ -174,17 +235,12 @@ class _Sectioner:
                 parts.append(f"</{tag}>")
 
     def text(self, chunk: str) -> None:
-        if self.skipped:
-            return
         in_pre = self.open.get("pre")
         if not in_pre:
             chunk = " " if chunk.isspace() else chunk.replace("\n", " ")
         section = self._current()
         if self.open.get(section.tag):
-            if not self.open.get("a") or not any(
-                t == "a" and a.get("class") == "headerlink"
-                for t, a in zip(self.tags, self.attrs, strict=True)
-            ):
+            if not self.headerlinks:  # a heading's permalink is not in its title
                 section.title.append(escape(chunk, quote=False))
         elif chunk.isspace():
             if not section.text or not section.text[-1].isspace() or in_pre:
