@@ -46,6 +46,7 @@ _GUARDED = tuple(
     re.compile(prefix + r"\['[^'\n\]]{1,120}'\](?:\.\w+|\['[^'\n\]]{1,120}'\])*")
     for prefix in ("L", "G")
 )
+_SPACE = re.compile(r"\s")  # the characters str.isspace() is true of
 #: At most this many terms per artifact: the index stays small on graphs of thousands of nodes.
 MAX_TERMS = 400
 #: Terms longer than this are left out (generated names of hundreds of characters).
@@ -94,7 +95,7 @@ def metric_terms(keys: Iterable[str]) -> list[str]:
 def _usable(terms: Iterable[str]) -> list[str]:
     """The terms without whitespace or over-long ones, shortest first."""
     return sorted(
-        {t for t in terms if t and len(t) <= MAX_TERM_LENGTH and not any(c.isspace() for c in t)},
+        {t for t in terms if t and len(t) <= MAX_TERM_LENGTH and not _SPACE.search(t)},
         key=lambda t: (len(t), t),
     )
 

@@ -45,6 +45,7 @@ def _environment(**escaping: Any) -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
         bytecode_cache=bytecode_cache(),
+        auto_reload=False,  # templates do not change during a build: no stat per use
         **escaping,
     )
     env.globals.update(limits=limits_mod, symbolic_types=SYMBOLIC_TYPES)
