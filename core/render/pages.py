@@ -862,15 +862,13 @@ def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | N
     if artifact.is_link or artifact.payload is None:
         return None
     store = trace.store
-    text = trace.read_payload(artifact.payload)
     source = artifact.payload
     lexer = "python" if artifact.kind == "dump_file" else artifact.lexer
     if artifact.readable_path:
-        text, lexer = _readable_traces(text), "text"
-        source = store.put(text)
+        source, lexer = store.derived(source, _readable_traces), "text"
     elif artifact.body == BODY_JSON:
-        text = pretty_json(text)
-        source = store.put(text)
+        source = store.derived(source, pretty_json)
+    text = store.read(source)
     head = INLINE_HEAD_LINES if len(text) > INLINE_LIMIT else None
     block = CodeBlock(store.pack_file, source.offset, source.size, source.md5, lexer, head)
     return block, text
