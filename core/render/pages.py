@@ -179,7 +179,8 @@ class ReportRenderer:
         self._function_of: dict[int, str] = {}
         #: node count (graphs) and line count of each artifact shown, from its unit page
         self._sizes: dict[int, tuple[int | None, int]] = {}  # artifact number -> its size
-        self._code_terms: dict[tuple[str, str], tuple[str, ...]] = {}  # by code and name
+        #: what :func:`_code_facts` finds in an artifact's code, by code, name and kind
+        self._code_facts: dict[tuple[str, str, str], CodeFacts] = {}
         self._metric_terms: dict[tuple[str, ...], tuple[str, ...]] = {}  # by field names
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
         for gb in self.graph_breaks:
@@ -756,16 +757,12 @@ class ReportRenderer:
                 view.detail = reader(loads_bounded(text))
         elif artifact.encoding == "string":
             view.text_view = artifact_details.text_view(artifact.name, text)
-        terms = self._code_terms.get((block.md5, artifact.name))
-        if terms is None:  # a recompile storm shows the same code thousands of times
-            terms = self._code_terms[block.md5, artifact.name] = tuple(
-                code_terms(artifact.name, text)
-            )
+        key = (block.md5, artifact.name, artifact.kind)
+        found = self._code_facts.get(key)
+        if found is None:  # a recompile storm shows the same code thousands of times
+            found = self._code_facts[key] = _code_facts(artifact, text)
+        terms, view.kernels, lines, nodes = found
         view.code = CodeSection(artifact.number, title, terms)
-        if artifact.kind == "inductor_output_code":
-            view.kernels = sorted(kernel_names(text))
-        lines = text.count("\n") + 1
-        nodes = fx_node_count(text) if _is_graph(artifact) else None
         self._sizes[artifact.number] = (nodes, lines)
         view.nodes, view.lines = nodes, lines
         if block.head_lines is not None:
@@ -928,6 +925,18 @@ def _by_subgraph(artifacts: list[dict[str, Any]]) -> list[tuple[str | None, list
     for artifact in artifacts:
         groups.setdefault(artifact["subgraph"], []).append(artifact)
     return [(name, items) for name, items in groups.items() if items]
+
+
+#: An artifact's search terms, kernels, line count and node count (graphs).
+CodeFacts = tuple[tuple[str, ...], list[str], int, int | None]
+
+
+def _code_facts(artifact: Artifact, text: str) -> CodeFacts:
+    """What a compile page tells of an artifact's code (``text``, as the page shows it):
+    these depend only on the code, the artifact's name and its kind."""
+    kernels = sorted(kernel_names(text)) if artifact.kind == "inductor_output_code" else []
+    nodes = fx_node_count(text) if _is_graph(artifact) else None
+    return tuple(code_terms(artifact.name, text)), kernels, text.count("\n") + 1, nodes
 
 
 def _is_graph(artifact: Artifact) -> bool:
