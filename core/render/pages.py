@@ -62,7 +62,7 @@ from .page import (  # noqa: F401 (re-exported)
     dump_blocks,
     load_blocks,
 )
-from .templating import macro, render, render_markdown
+from .templating import html_macro, macro, render, render_markdown
 from .trie_html import trie_html
 
 #: Artifacts open by default when small.
@@ -502,11 +502,12 @@ class ReportRenderer:
                 unit.metric("triton_kernel_compile_times_us")
             ),
         }
+        facts_of = html_macro("artifact_facts.html", "facts")
         for a in context["artifacts"]:
             if a.link_url:
                 continue
             href = url_path(a.raw_href) if a.raw_href else None
-            facts = render("artifact_facts.html", a=a, href=href, copy_class=ARTIFACT_COPY_CLASS)
+            facts = str(facts_of(a, href, ARTIFACT_COPY_CLASS))
             a.facts = self._part(f"facts-{a.number}", facts, blocks)
         stack = macro("_macros.md", "stack_block")(
             unit.stack, "Stack that triggered this compile", open=False

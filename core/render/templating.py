@@ -93,6 +93,11 @@ def macro(template: str, name: str) -> Callable[..., str]:
     return getattr(markdown_environment().get_template(template).module, name)
 
 
+def html_macro(template: str, name: str) -> Callable[..., str]:
+    """A macro of an HTML template, to call from Python (its HTML is marked safe)."""
+    return getattr(environment().get_template(template).module, name)
+
+
 def _page_html(href: str) -> str:
     """The written page of a link to a Markdown page (``x/index.md#a`` → ``x/index.html#a``),
     for links in raw HTML, which MkDocs does not resolve."""
