@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
@@ -53,6 +54,7 @@ class PayloadStore:
         self._index: dict[str, PayloadRef] = {}  # the payloads put most recently
         self._older: dict[str, PayloadRef] = {}  # the RECOGNISED before them
         self._decoded: OrderedDict[int, Any] = OrderedDict()  # offset -> value, see read_json
+        self._derived: dict[tuple[str, Callable[[str], str]], PayloadRef] = {}  # see derived
         self._dirty = False
 
     def put(self, text: str, md5: str | None = None) -> PayloadRef:
@@ -73,6 +75,19 @@ class PayloadStore:
             ref = self._index[digest] = PayloadRef(digest, len(data), offset)
         return ref
 
+    def derived(self, ref: PayloadRef, make: Callable[[str], str]) -> PayloadRef:
+        """The text ``make`` makes of the payload's, stored: made once per distinct payload
+        while the store recognises payloads. An artifact's pretty-printed JSON is wanted
+        while the trace is read (to highlight it), for its tlparse file and for its page."""
+        key = (ref.md5, make)
+        found = self._derived.get(key)
+        if found is None:
+            found = self.put(make(self.read(ref)))
+            if len(self._derived) >= RECOGNISED:
+                self._derived = {}
+            self._derived[key] = found
+        return found
+
     def forget_index(self) -> None:
         """Stop recognising contents already stored: a later :meth:`put` of the same
         text appends it again. The index is only worth its memory (a few hundred bytes per
@@ -80,6 +95,7 @@ class PayloadStore:
         before writing pages."""
         self._index = {}
         self._older = {}
+        self._derived = {}
 
     def flush(self) -> None:
         """Make everything put so far readable by other processes (highlight workers)."""

@@ -167,9 +167,10 @@ class CompatWriter:
             self.trace.store.copy_to(artifact.payload, dest)
         elif artifact.body == BODY_PAYLOAD:
             _write_text(dest, "")
+        elif artifact.body == BODY_JSON and artifact.payload is not None:
+            self.trace.store.copy_to(self.trace.store.derived(artifact.payload, pretty_json), dest)
         elif artifact.body == BODY_JSON:
-            text = self.trace.read_payload(artifact.payload) if artifact.payload else ""
-            _write_text(dest, pretty_json(text))
+            _write_text(dest, pretty_json(""))
         elif artifact.body == BODY_PAGE:
             _write_text(dest, self._page(unit, artifact))
         self._wrote(artifact.path)

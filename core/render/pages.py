@@ -12,6 +12,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
@@ -61,7 +62,7 @@ from .page import (  # noqa: F401 (re-exported)
     dump_blocks,
     load_blocks,
 )
-from .templating import macro, render, render_markdown
+from .templating import html_macro, macro, render, render_markdown
 from .trie_html import trie_html
 
 #: Artifacts open by default when small.
@@ -115,6 +116,33 @@ _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
 MAX_FRAMES_IN_NAV = 40
 
 
+@dataclass(slots=True)
+class ArtifactView:
+    """What a compile page shows of one artifact (attributes, not a dict: templates read
+    them many times per page, and Jinja tries an attribute before a key)."""
+
+    number: int
+    name: str
+    title: str
+    link_url: str | None
+    raw_href: str | None
+    cache: str | None
+    role: str | None
+    size_text: str
+    kernels: list[str] = field(default_factory=list)
+    block: Markup | None = None  # the code block's placeholder
+    open: bool = False
+    truncated: bool = False
+    shown_lines: int = 0
+    total_lines: int = 0
+    nodes: int | None = None
+    lines: int = 0
+    code: CodeSection | None = None
+    detail: Any = None
+    text_view: Any = None
+    facts: Markup | None = None
+
+
 class ReportRenderer:
     """Renders the pages of one trace; analyses are computed once and shared."""
 
@@ -151,7 +179,9 @@ class ReportRenderer:
         self._function_of: dict[int, str] = {}
         #: node count (graphs) and line count of each artifact shown, from its unit page
         self._sizes: dict[int, tuple[int | None, int]] = {}  # artifact number -> its size
-        self._code_terms: dict[tuple[str, str], tuple[str, ...]] = {}  # by code and name
+        #: what :func:`_code_facts` finds in an artifact's code, by code, name and kind
+        self._code_facts: dict[tuple[str, str, str], CodeFacts] = {}
+        self._metric_terms: dict[tuple[str, ...], tuple[str, ...]] = {}  # by field names
         self._breaks_of: dict[int, list[views.GraphBreak]] = {}
         for gb in self.graph_breaks:
             for unit in gb.units:
@@ -472,12 +502,13 @@ class ReportRenderer:
                 unit.metric("triton_kernel_compile_times_us")
             ),
         }
+        facts_of = html_macro("artifact_facts.html", "facts")
         for a in context["artifacts"]:
-            if a["link_url"]:
+            if a.link_url:
                 continue
-            href = url_path(a["raw_href"]) if a["raw_href"] else None
-            facts = render("artifact_facts.html", a=a, href=href, copy_class=ARTIFACT_COPY_CLASS)
-            a["facts"] = self._part(f"facts-{a['number']}", facts, blocks)
+            href = url_path(a.raw_href) if a.raw_href else None
+            facts = str(facts_of(a, href, ARTIFACT_COPY_CLASS))
+            a.facts = self._part(f"facts-{a.number}", facts, blocks)
         stack = macro("_macros.md", "stack_block")(
             unit.stack, "Stack that triggered this compile", open=False
         )
@@ -516,7 +547,7 @@ class ReportRenderer:
         if outside:
             title = f"{unit.display} records outside any compile"
         markdown = render_markdown("compile_unit.md", heading=title, **context)
-        code = [a["code"] for a in context["artifacts"] if a["code"] is not None]
+        code = [a.code for a in context["artifacts"] if a.code is not None]
         code += [m["code"] for m in context["metrics_tables"]]
         return Page(self.unit_path(unit), markdown, title, blocks, code)
 
@@ -695,7 +726,7 @@ class ReportRenderer:
 
     def _artifact_view(
         self, unit: CompileUnit, artifact: Artifact, blocks: dict[str, CodeBlock]
-    ) -> dict[str, Any]:
+    ) -> ArtifactView:
         title = artifact.name
         if artifact.graph_role:
             title = f"{title} ({artifact.graph_role})"
@@ -707,25 +738,16 @@ class ReportRenderer:
             title = f"Bytecode of {meta.get('co_name')} ({meta.get('bytecode_type')})"
         if artifact.subgraph:
             title = f"{title} (subgraph {artifact.subgraph})"
-        view: dict[str, Any] = {
-            "number": artifact.number,
-            "name": artifact.name,
-            "title": title,
-            "link_url": artifact.url if artifact.is_link else None,
-            "raw_href": f"../{artifact.raw_file or artifact.path}" if artifact.path else None,
-            "cache": artifact.cache,
-            "role": artifact.graph_role,
-            "kernels": [],
-            "block": None,
-            "open": False,
-            "truncated": False,
-            "nodes": None,
-            "lines": 0,
-            "size_text": _size_text(artifact.payload.size if artifact.payload else 0),
-            "code": None,
-            "detail": None,
-            "text_view": None,
-        }
+        view = ArtifactView(
+            number=artifact.number,
+            name=artifact.name,
+            title=title,
+            link_url=artifact.url if artifact.is_link else None,
+            raw_href=f"../{artifact.raw_file or artifact.path}" if artifact.path else None,
+            cache=artifact.cache,
+            role=artifact.graph_role,
+            size_text=_size_text(artifact.payload.size if artifact.payload else 0),
+        )
         shown = artifact_code(self.trace, artifact)
         if shown is None:
             return view
@@ -733,27 +755,23 @@ class ReportRenderer:
         reader = DETAIL_READERS.get(artifact.name)
         if reader is not None and artifact.encoding == "json":
             with contextlib.suppress(ValueError):  # a damaged payload: its raw text only
-                view["detail"] = reader(loads_bounded(text))
+                view.detail = reader(loads_bounded(text))
         elif artifact.encoding == "string":
-            view["text_view"] = artifact_details.text_view(artifact.name, text)
-        terms = self._code_terms.get((block.md5, artifact.name))
-        if terms is None:  # a recompile storm shows the same code thousands of times
-            terms = self._code_terms[block.md5, artifact.name] = tuple(
-                code_terms(artifact.name, text)
-            )
-        view["code"] = CodeSection(artifact.number, title, terms)
-        if artifact.kind == "inductor_output_code":
-            view["kernels"] = sorted(kernel_names(text))
-        lines = text.count("\n") + 1
-        nodes = fx_node_count(text) if _is_graph(artifact) else None
+            view.text_view = artifact_details.text_view(artifact.name, text)
+        key = (block.md5, artifact.name, artifact.kind)
+        found = self._code_facts.get(key)
+        if found is None:  # a recompile storm shows the same code thousands of times
+            found = self._code_facts[key] = _code_facts(artifact, text)
+        terms, view.kernels, lines, nodes = found
+        view.code = CodeSection(artifact.number, title, terms)
         self._sizes[artifact.number] = (nodes, lines)
-        view.update(nodes=nodes, lines=lines)
+        view.nodes, view.lines = nodes, lines
         if block.head_lines is not None:
-            view.update(truncated=True, shown_lines=block.head_lines, total_lines=lines)
+            view.truncated, view.shown_lines, view.total_lines = True, block.head_lines, lines
         token = f"artifact-{artifact.number}"
         blocks[token] = block
-        view["block"] = Markup(CODE_PLACEHOLDER.format(token=token))
-        view["open"] = artifact.name in ALWAYS_OPEN or (
+        view.block = Markup(CODE_PLACEHOLDER.format(token=token))
+        view.open = artifact.name in ALWAYS_OPEN or (
             artifact.kind in OPEN_KINDS and lines <= OPEN_LINE_LIMIT
         )
         return view
@@ -812,12 +830,16 @@ class ReportRenderer:
         rows = _metrics_rows(event)
         html = render("metrics_table.html", rows=rows)
         title = _metrics_title(event)
+        keys = tuple(key for key, _ in rows)
+        terms = self._metric_terms.get(keys)
+        if terms is None:  # a storm's metrics records have the same fields
+            terms = self._metric_terms[keys] = tuple(metric_terms(keys))
         return {
             "title": title,
             "anchor": token,
             "count": len(rows),
             "block": self._html_block(token, html, blocks),
-            "code": CodeSection(token, title, tuple(metric_terms(key for key, _ in rows))),
+            "code": CodeSection(token, title, terms),
         }
 
     def _guards(self, unit: CompileUnit) -> list[str]:
@@ -838,15 +860,13 @@ def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | N
     if artifact.is_link or artifact.payload is None:
         return None
     store = trace.store
-    text = trace.read_payload(artifact.payload)
     source = artifact.payload
     lexer = "python" if artifact.kind == "dump_file" else artifact.lexer
     if artifact.readable_path:
-        text, lexer = _readable_traces(text), "text"
-        source = store.put(text)
+        source, lexer = store.derived(source, _readable_traces), "text"
     elif artifact.body == BODY_JSON:
-        text = pretty_json(text)
-        source = store.put(text)
+        source = store.derived(source, pretty_json)
+    text = store.read(source)
     head = INLINE_HEAD_LINES if len(text) > INLINE_LIMIT else None
     block = CodeBlock(store.pack_file, source.offset, source.size, source.md5, lexer, head)
     return block, text
@@ -908,6 +928,18 @@ def _by_subgraph(artifacts: list[dict[str, Any]]) -> list[tuple[str | None, list
     return [(name, items) for name, items in groups.items() if items]
 
 
+#: An artifact's search terms, kernels, line count and node count (graphs).
+CodeFacts = tuple[tuple[str, ...], list[str], int, int | None]
+
+
+def _code_facts(artifact: Artifact, text: str) -> CodeFacts:
+    """What a compile page tells of an artifact's code (``text``, as the page shows it):
+    these depend only on the code, the artifact's name and its kind."""
+    kernels = sorted(kernel_names(text)) if artifact.kind == "inductor_output_code" else []
+    nodes = fx_node_count(text) if _is_graph(artifact) else None
+    return tuple(code_terms(artifact.name, text)), kernels, text.count("\n") + 1, nodes
+
+
 def _is_graph(artifact: Artifact) -> bool:
     if artifact.kind == "artifact":
         return bool(_GRAPH_ARTIFACT.search(artifact.name))
@@ -943,12 +975,15 @@ def _metrics_title(event: Event) -> str:
     }.get(event.type, event.type)
 
 
+_to_json = json.JSONEncoder(default=str).encode  # json.dumps(value, default=str), made once
+
+
 def _metrics_rows(event: Event) -> list[tuple[str, str]]:
     rows = [(key, "a config snapshot: see Config on this page") for key in event.configs or ()]
     for key, value in event.meta.items():
         if value is None or value == [] or value == {}:
             continue
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        text = value if isinstance(value, str) else _to_json(value)
         if len(text) > 2000:
             text = text[:2000] + "… (see raw.jsonl)"
         rows.append((key, text))

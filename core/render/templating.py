@@ -45,6 +45,7 @@ def _environment(**escaping: Any) -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
         bytecode_cache=bytecode_cache(),
+        auto_reload=False,  # templates do not change during a build: no stat per use
         **escaping,
     )
     env.globals.update(limits=limits_mod, symbolic_types=SYMBOLIC_TYPES)
@@ -90,6 +91,11 @@ def render_markdown(template: str, **context: object) -> str:
 def macro(template: str, name: str) -> Callable[..., str]:
     """A macro of a Markdown template, to call from Python."""
     return getattr(markdown_environment().get_template(template).module, name)
+
+
+def html_macro(template: str, name: str) -> Callable[..., str]:
+    """A macro of an HTML template, to call from Python (its HTML is marked safe)."""
+    return getattr(environment().get_template(template).module, name)
 
 
 def _page_html(href: str) -> str:
