@@ -11,6 +11,7 @@ several torch versions, a storm and hostile names; and the work done once must b
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,8 +26,9 @@ from tlsite.core.model import BODY_JSON
 from tlsite.core.render import code_terms, compat, pages
 from tlsite.core.render.pages import render_tree
 
-#: The revision these changes started from: its pages are the reference.
-BASE = "18a7a31"
+#: The revision whose pages are the reference: the one these changes started from, unless
+#: ``TLSITE_BASE_REV`` names another (move it on when compile pages change on purpose).
+BASE = os.environ.get("TLSITE_BASE_REV", "18a7a31")
 STORM_IDS = 30
 
 #: Renders every page of each trace given and writes, per trace, each page's path, title,
