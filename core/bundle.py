@@ -228,16 +228,19 @@ def _manifest_chunks(
     :class:`ZipWriter`, as it compressed the file); the other files are read here and
     added to it.
     """
+    total = 0
     for name in listing:
-        if name not in digests:
-            digests[name] = _file_digest(os.path.join(site, name))
+        digest = digests.get(name)
+        if digest is None:
+            digest = digests[name] = _file_digest(os.path.join(site, name))
+        total += digest.size
     summary: dict[str, Any] = {
         "generator": f"tlsite {version}",
         "trace": trace,
         "note": _MANIFEST_NOTE,
         **(extra or {}),
         "file_count": len(listing),
-        "total_size": sum(digests[name].size for name in listing),
+        "total_size": total,
     }
     text = json.dumps(summary, indent=1, ensure_ascii=False)
     yield text.removesuffix("\n}") + ",\n" + _FILES_START
@@ -494,10 +497,13 @@ def _complete_zip(
     for kind in INPUT_COPIES:
         groups[kind] = [name for name in listing if input_copy_kind(name) == kind]
     everything = [name for names in groups.values() for name in names]
-    # whether they all fit whatever deflate makes of them, or else each group by its size
-    # deflated ahead, or an estimate
-    most = sum(digests[name].size + _DEFLATE_OVERHEAD for name in everything)
-    if size + most <= GITHUB_ATTACHMENT_LIMIT:
+    # none fits when the rest is over the limit already; else whether they all fit whatever
+    # deflate makes of them, or else each group by its size deflated ahead, or an estimate
+    if size > GITHUB_ATTACHMENT_LIMIT:
+        left_out = {name: _LEFT_OUT_WHY[kind] for kind, names in groups.items() for name in names}
+    elif size + sum(digests[name].size + _DEFLATE_OVERHEAD for name in everything) <= (
+        GITHUB_ATTACHMENT_LIMIT
+    ):
         kept = everything
     else:
         for kind, names in groups.items():
