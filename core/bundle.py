@@ -551,21 +551,29 @@ class _Ahead:
         self._zip.NameToInfo = _NoNames()
         #: each file deflated ahead: its entry (header offset in the side file), its end there
         self._entries: dict[str, tuple[zipfile.ZipInfo, int]] = {}
-        self._estimated = 0  # the input's copies handed over so far, deflated (estimated)
+        #: the input's copies handed over so far, deflated (or as estimated, when not deflated)
+        self._deflated = 0
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
     def take(self, site: Path, name: str) -> Digest | None:
-        """Deflate the input copy ``name`` if the bet holds (its digest), else None."""
+        """Deflate the input copy ``name`` if the bet holds (its digest), else None. A file
+        whose size is within the bet is deflated without an estimate (a small rank log would
+        be deflated twice)."""
         path = os.path.join(site, name)
-        self._estimated += compressed_estimate([Path(path)])
-        if self._estimated > GITHUB_ATTACHMENT_LIMIT // 2:
-            return None
+        bet = GITHUB_ATTACHMENT_LIMIT // 2
+        if self._deflated + os.stat(path).st_size > bet:
+            estimate = compressed_estimate([Path(path)])
+            if self._deflated + estimate > bet:
+                self._deflated += estimate  # the copies after it are bet on as after it
+                return None
+        start = self._zip.start_dir
         info = _entry_info(f"{site.name}/{name}")
         with open(path, "rb") as source, self._zip.open(info, "w") as target:
             digest = _read_digest(source, copy_to=target.write)
         self._entries[name] = (info, self._zip.start_dir)
+        self._deflated += self._zip.start_dir - start
         self._zip.filelist.clear()  # the entries are kept here, with their ends
         return digest
 
