@@ -11,20 +11,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import html
 import json
 import marshal
 import os
-import posixpath
 import re
+import shutil
 import sqlite3
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
-from urllib.parse import unquote
 
 from .source import printable_name
 from .worker import WorkerProcess
@@ -89,10 +95,7 @@ class Digest(bytes):
 
 def _add_to_zip(archive: zipfile.ZipFile, path: str | Path, name: str) -> Digest:
     """Deflate ``path`` into ``archive`` as ``name``; return its size and SHA-256."""
-    info = zipfile.ZipInfo(printable_name(name), date_time=_FIXED_DATE)  # a folder name from
-    # the user may hold bytes that are not UTF-8, which a zip entry name cannot
-    info.compress_type = zipfile.ZIP_DEFLATED
-    info.external_attr = 0o644 << 16
+    info = _entry_info(name)
     with open(path, "rb") as source, archive.open(info, "w") as target:
         return _read_digest(source, copy_to=target.write)
 
@@ -116,11 +119,12 @@ def _read_digest(source: BinaryIO, *, copy_to: Callable[[bytes], Any] | None = N
     return Digest.of(size, digest.digest())
 
 
-#: The class of a compile page's "raw file" link to tlparse's copy of an artifact (its file in the
-#: compile's folder) whose text the page shows in full. A storm's copies are a quarter of its
-#: zip: when the zip would pass the attachment limit even without the input's copies, these
-#: are left out (the manifest says which); a copy of text the page cuts short stays.
-ARTIFACT_COPY_CLASS = "tlsite-copy"
+#: tlparse's copies of artifacts (files in a compile's folder) whose text their compile page
+#: shows in full: the renderer lists them (``PreparedReport.artifact_copies``) and hands them
+#: to the bundle. A storm's copies are a quarter of its zip: when the zip would pass the
+#: attachment limit even without the input's copies, these are left out (the manifest says
+#: which); a copy of text the page cuts short stays.
+ARTIFACT_COPIES = "artifact copies"
 #: The site's copies of the input: tlparse's ``raw.log`` (the log itself) and ``raw.jsonl``
 #: (its records again, as JSON lines), at the root or in each rank's folder. No page shows
 #: them, and a storm's or a many-rank job's make up a third of its zip: a bundle that would pass
@@ -137,7 +141,7 @@ _DEFLATE_OVERHEAD = 64 << 10
 _ENTRY_HEADERS = 30 + 46  # a zip entry's local header and directory record, besides its name
 _MANIFEST_LINE = 64  # about what a file's line in the manifest deflates to (its SHA-256: 32)
 _LEFT_OUT_WHY = {
-    ARTIFACT_COPY_CLASS: "tlparse's copy of an artifact whose text its compile page shows in full: "
+    ARTIFACT_COPIES: "tlparse's copy of an artifact whose text its compile page shows in full: "
     "with these the zip would pass GitHub's 25 MB attachment limit (they are in the site folder)",
     RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB attachment limit "
     "(it is in the site folder; attach the trace gzipped if asked)",
@@ -147,8 +151,6 @@ _LEFT_OUT_WHY = {
 
 
 _ARTIFACT_FILE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+")  # a file in a compile's folder
-_COMPILE_PAGE = "index.html"
-_COPY_LINK = re.compile(rf'<a href="([^"]+)" class="{ARTIFACT_COPY_CLASS}"')
 
 
 def _deferred(name: str) -> bool:
@@ -160,24 +162,6 @@ def _deferred(name: str) -> bool:
         _ARTIFACT_FILE.fullmatch(name) is not None
         and not name.endswith(".html")  # tlparse's own pages stay
     )
-
-
-def artifact_copies(site: Path, listing: Iterable[str] | _Listing) -> list[str]:
-    """The files of ``listing`` that a compile page links as a copy of text it shows in full
-    (see :data:`ARTIFACT_COPY_CLASS`), in listing order."""
-    present = listing if isinstance(listing, _Listing) else set(listing)  # on disk: its own
-    copies: set[str] = set()
-    for name in listing:
-        folder, _, base = name.rpartition("/")
-        if base != _COMPILE_PAGE or _ARTIFACT_FILE.fullmatch(name) is None:
-            continue
-        with open(os.path.join(site, name), encoding="utf-8", errors="replace") as page:
-            hrefs = _COPY_LINK.findall(page.read())
-        for href in hrefs:
-            target = posixpath.normpath(posixpath.join(folder, unquote(html.unescape(href))))
-            if _deferred(target) and target in present and input_copy_kind(target) is None:
-                copies.add(target)
-    return [name for name in listing if name in copies]
 
 
 def input_copy_kind(name: str) -> str | None:
@@ -244,16 +228,19 @@ def _manifest_chunks(
     :class:`ZipWriter`, as it compressed the file); the other files are read here and
     added to it.
     """
+    total = 0
     for name in listing:
-        if name not in digests:
-            digests[name] = _file_digest(os.path.join(site, name))
+        digest = digests.get(name)
+        if digest is None:
+            digest = digests[name] = _file_digest(os.path.join(site, name))
+        total += digest.size
     summary: dict[str, Any] = {
         "generator": f"tlsite {version}",
         "trace": trace,
         "note": _MANIFEST_NOTE,
         **(extra or {}),
         "file_count": len(listing),
-        "total_size": sum(digests[name].size for name in listing),
+        "total_size": total,
     }
     text = json.dumps(summary, indent=1, ensure_ascii=False)
     yield text.removesuffix("\n}") + ",\n" + _FILES_START
@@ -302,12 +289,15 @@ def write_bundle(
     trace: str,
     version: str,
     extra: Mapping[str, Any] | None = None,
+    copies: Collection[str] = (),
 ) -> tuple[Path | None, int]:
     """Write ``site/manifest.json``, then ``site`` as ``<site>.zip`` or ``<site>.7z`` beside it.
 
     The manifest goes into the folder itself, so the bundle is exactly the folder. Returns the
     bundle's path and size; ``fmt == "none"`` writes only the manifest: it is also what marks
     the folder as tlsite's, which ``--overwrite`` may replace (see :mod:`tlsite.core.output`).
+    ``copies``: the site's artifact copies (see :data:`ARTIFACT_COPIES`), which a zip over
+    the attachment limit leaves out.
     """
     if fmt not in BUNDLE_FORMATS:
         raise ValueError(f"bundle format must be one of {', '.join(BUNDLE_FORMATS)}, not {fmt!r}")
@@ -324,7 +314,8 @@ def write_bundle(
     dest = site.with_name(f"{site.name}.{fmt}")
     if fmt == "7z":
         return dest, write_7z(site, dest)
-    return dest, _write_zip_bundle(site, dest, trace=trace, version=version, extra=extra)
+    fields = {"trace": trace, "version": version, "extra": extra, "copies": copies}
+    return dest, _write_zip_bundle(site, dest, **fields)
 
 
 def left_out_of_zip(site: Path) -> dict[str, str]:
@@ -353,12 +344,18 @@ def _manifest_summary(site: Path) -> dict[str, Any]:
 
 
 def _write_zip_bundle(
-    site: Path, dest: Path, *, trace: str, version: str, extra: Mapping[str, Any] | None
+    site: Path,
+    dest: Path,
+    *,
+    trace: str,
+    version: str,
+    extra: Mapping[str, Any] | None,
+    copies: Collection[str],
 ) -> int:
     """The zip bundle of a finished site (:class:`ZipWriter` without files given early)."""
     writer = ZipWriter(site, dest, background=False)
     try:
-        return writer.finish(trace=trace, version=version, extra=extra)
+        return writer.finish(trace=trace, version=version, extra=extra, copies=copies)
     except BaseException:
         writer.abort()
         raise
@@ -400,13 +397,26 @@ class ZipWriter:
         with contextlib.suppress(OSError):  # the worker is gone: finish() says why
             self._worker.send(name)
 
-    def finish(self, *, trace: str, version: str, extra: Mapping[str, Any] | None) -> int:
+    def finish(
+        self,
+        *,
+        trace: str,
+        version: str,
+        extra: Mapping[str, Any] | None,
+        copies: Collection[str] = (),
+    ) -> int:
         """Complete the archive and return its size (raises what the worker met).
 
         The worker completes the archive it has been writing (see :func:`_complete_zip`):
         the archive's directory and the files' digests are in its :class:`_Catalog` already.
+        ``copies``: the site's artifact copies (see :data:`ARTIFACT_COPIES`).
         """
-        manifest = {"trace": trace, "version": version, "extra": dict(extra or {})}
+        manifest = {
+            "trace": trace,
+            "version": version,
+            "extra": dict(extra or {}),
+            "copies": list(copies),
+        }
         if self._worker is None:
             catalog = _Catalog(_catalog_path(self._tmp))
             try:
@@ -434,6 +444,7 @@ class ZipWriter:
             self._worker = None
         self._tmp.unlink(missing_ok=True)
         _catalog_path(self._tmp).unlink(missing_ok=True)
+        _ahead_path(self._tmp).unlink(missing_ok=True)
 
 
 def _complete_zip(
@@ -445,48 +456,63 @@ def _complete_zip(
     trace: str,
     version: str,
     extra: dict[str, Any],
+    copies: Collection[str],
+    ahead: _Ahead | None = None,
 ) -> None:
     """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the copies.
 
     ``catalog`` holds the files already in ``tmp`` (``mode`` "a"; "w" starts a new archive).
     A file that changed after it was compressed starts the archive again from the finished
     folder. The copies go in last, each group only if the archive stays attachable with it:
-    first tlparse's copies of what the compile pages show (:data:`ARTIFACT_COPY_CLASS`), then
-    the input's (see :data:`INPUT_COPIES`); the manifest says which were left out.
+    first tlparse's ``copies`` of what the compile pages show (:data:`ARTIFACT_COPIES`), then
+    the input's (see :data:`INPUT_COPIES`); the manifest says which were left out. ``ahead``
+    holds the input's copies deflated while the site was built (see :class:`_Ahead`).
     """
     listing = catalog.list_site(site)
     digests = catalog.digests
+    folder = str(site)
     if any(
-        name not in listing or os.stat(os.path.join(site, name)).st_size != digest.size
+        name not in listing or os.stat(os.path.join(folder, name)).st_size != digest.size
         for name, digest in digests.items()
     ):
         catalog.clear()
         mode = "w"
-    copies = artifact_copies(site, listing)
+        ahead = None
+    shown = set(copies)
+    copies = [
+        name for name in listing if name in shown and _deferred(name) and not input_copy_kind(name)
+    ]
     with _Zip(tmp, mode, catalog) as archive:
         for name in listing:
             _add_site_file(archive, site, name, digests)
         optional = {*copies, *(name for name in listing if input_copy_kind(name) is not None)}
         for name in listing:  # the deferred files that are not copies of what a page shows
             if _deferred(name) and name not in optional:
-                _add_to_zip(archive, os.path.join(site, name), f"{site.name}/{name}")
+                _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
     del archive  # before the archive is opened again, below
     size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE  # the manifest goes in too
     kept: list[str] = []
     left_out: dict[str, str] = {}
-    groups = {ARTIFACT_COPY_CLASS: copies}
+    groups = {ARTIFACT_COPIES: copies}
     for kind in INPUT_COPIES:
         groups[kind] = [name for name in listing if input_copy_kind(name) == kind]
     everything = [name for names in groups.values() for name in names]
-    # whether they all fit whatever deflate makes of them, or else each group by an estimate
-    most = sum(os.stat(site / name).st_size + _DEFLATE_OVERHEAD for name in everything)
-    if size + most <= GITHUB_ATTACHMENT_LIMIT:
+    # none fits when the rest is over the limit already; else whether they all fit whatever
+    # deflate makes of them, or else each group by its size deflated ahead, or an estimate
+    if size > GITHUB_ATTACHMENT_LIMIT:
+        left_out = {name: _LEFT_OUT_WHY[kind] for kind, names in groups.items() for name in names}
+    elif size + sum(digests[name].size + _DEFLATE_OVERHEAD for name in everything) <= (
+        GITHUB_ATTACHMENT_LIMIT
+    ):
         kept = everything
     else:
         for kind, names in groups.items():
             if not names:
                 continue
-            estimate = compressed_estimate([site / name for name in names])
+            later = [name for name in names if ahead is None or name not in ahead]
+            estimate = ahead.size(names) if ahead is not None else 0
+            if later:
+                estimate += compressed_estimate([site / name for name in later])
             # the input's copies go before the pages' copies: none stays once those are left out
             if size + estimate <= GITHUB_ATTACHMENT_LIMIT and not (
                 copies and copies[0] in left_out
@@ -502,7 +528,84 @@ def _complete_zip(
     with _Zip(tmp, "a", catalog) as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         for name in kept:
-            _add_to_zip(archive, site / name, f"{site.name}/{name}")
+            if ahead is not None and name in ahead:
+                ahead.copy_into(archive, name)
+            else:
+                _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
+
+
+class _Ahead:
+    """The input's copies (``raw.log``, ``raw.jsonl``) deflated while the site is built, in a
+    side file beside the archive, each as the zip entry it would be: a zip that keeps them
+    copies its bytes in at the end instead of deflating the biggest files of the site then,
+    after the last page. Whether they fit is known only at the end, so deflating them ahead
+    is a bet: taken only while the input's copies are estimated to need at most half of the
+    attachment limit (bigger ones rarely fit beside the pages, and would be deflated for
+    nothing); the others are deflated at the end if they fit, as without a worker.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "w+b")  # noqa: SIM115 (closed by close())
+        self.path = path
+        self._zip = zipfile.ZipFile(self._file, "w")
+        self._zip.NameToInfo = _NoNames()
+        #: each file deflated ahead: its entry (header offset in the side file), its end there
+        self._entries: dict[str, tuple[zipfile.ZipInfo, int]] = {}
+        #: the input's copies handed over so far, deflated (or as estimated, when not deflated)
+        self._deflated = 0
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def take(self, site: Path, name: str) -> Digest | None:
+        """Deflate the input copy ``name`` if the bet holds (its digest), else None. A file
+        whose size is within the bet is deflated without an estimate (a small rank log would
+        be deflated twice)."""
+        path = os.path.join(site, name)
+        bet = GITHUB_ATTACHMENT_LIMIT // 2
+        if self._deflated + os.stat(path).st_size > bet:
+            estimate = compressed_estimate([Path(path)])
+            if self._deflated + estimate > bet:
+                self._deflated += estimate  # the copies after it are bet on as after it
+                return None
+        start = self._zip.start_dir
+        info = _entry_info(f"{site.name}/{name}")
+        with open(path, "rb") as source, self._zip.open(info, "w") as target:
+            digest = _read_digest(source, copy_to=target.write)
+        self._entries[name] = (info, self._zip.start_dir)
+        self._deflated += self._zip.start_dir - start
+        self._zip.filelist.clear()  # the entries are kept here, with their ends
+        return digest
+
+    def size(self, names: Iterable[str]) -> int:
+        """What the files of ``names`` deflated ahead take in the zip (headers included)."""
+        total = 0
+        for name in names:
+            if name in self._entries:
+                info, end = self._entries[name]
+                total += end - info.header_offset + zipfile.sizeCentralDir
+                total += len(info.filename.encode("utf-8"))  # its directory record's name
+        return total
+
+    def copy_into(self, archive: _Zip, name: str) -> None:
+        """Append the entry of ``name`` to ``archive`` as it was deflated ahead."""
+        info, end = self._entries[name]
+        self._file.seek(info.header_offset)
+        archive.append_entry(info, self._file, end - info.header_offset)
+
+    def close(self) -> None:
+        self._zip.close()  # an empty directory, never read: the file is removed
+        self._file.close()
+        self.path.unlink(missing_ok=True)
+
+
+def _entry_info(name: str) -> zipfile.ZipInfo:
+    """A new zip entry for a file named ``name`` in the archive."""
+    info = zipfile.ZipInfo(printable_name(name), date_time=_FIXED_DATE)  # a folder name from
+    # the user may hold bytes that are not UTF-8, which a zip entry name cannot
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    return info
 
 
 class _Catalog:
@@ -665,25 +768,57 @@ class _Zip(zipfile.ZipFile):
         """Mode "a": the entries are in the catalog; the directory starts where it ended."""
         self.start_dir = self._catalog.start_dir
 
+    def append_entry(self, info: zipfile.ZipInfo, source: BinaryIO, length: int) -> None:
+        """Append an entry written elsewhere: ``length`` bytes of ``source`` (from where it
+        is), its local header and data, whose offset in this archive ``info`` gets."""
+        assert self.fp is not None
+        self.fp.seek(self.start_dir)
+        info.header_offset = self.start_dir
+        shutil.copyfileobj(_Limited(source, length), self.fp)
+        self.start_dir = self.fp.tell()
+        self.filelist.append(info)
+        self._didModify = True
+
     def close(self) -> None:
         if self.fp is not None:
             super().close()
             self._catalog.start_dir = self.start_dir
 
 
+class _Limited:
+    """The next ``length`` bytes of ``source``, for :func:`shutil.copyfileobj`."""
+
+    def __init__(self, source: BinaryIO, length: int) -> None:
+        self._source = source
+        self._left = length
+
+    def read(self, size: int = -1) -> bytes:
+        size = self._left if size < 0 else min(size, self._left)
+        chunk = self._source.read(size)
+        self._left -= len(chunk)
+        return chunk
+
+
 def _add_site_file(
-    archive: zipfile.ZipFile, site: Path, name: str, digests: MutableMapping[str, Digest]
+    archive: zipfile.ZipFile,
+    site: Path,
+    name: str,
+    digests: MutableMapping[str, Digest],
+    ahead: _Ahead | None = None,
 ) -> None:
     """Deflate the site's file ``name`` into ``archive`` once, recording its digest.
 
     The manifest is written last, and the copies of the input and the files of a compile's
-    folder are only hashed: :func:`_complete_zip` adds them once it knows which are copies
-    of what a page shows and whether the archive stays attachable with those.
+    folder are only hashed (the input's copies maybe deflated ``ahead``): :func:`_complete_zip`
+    adds them once it knows which are copies of what a page shows and whether the archive
+    stays attachable with those.
     """
     if name in digests or name == MANIFEST_NAME:
         return
     path = os.path.join(site, name)  # text: a Path apiece would intern every name
-    if _deferred(name):
+    if ahead is not None and input_copy_kind(name) is not None:
+        digests[name] = ahead.take(site, name) or _file_digest(path)
+    elif _deferred(name):
         digests[name] = _file_digest(path)
     else:
         digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")
@@ -698,24 +833,31 @@ def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> 
     """
     failure = None
     catalog = _Catalog(_catalog_path(Path(tmp)))
+    ahead = _Ahead(_ahead_path(Path(tmp)))
     try:
         with _Zip(Path(tmp), "w", catalog) as archive:
             while isinstance(message := inbox.recv(), str):
                 if failure is None:
                     try:
-                        _add_site_file(archive, Path(site), message, catalog.digests)
+                        _add_site_file(archive, Path(site), message, catalog.digests, ahead)
                     except Exception as error:
                         failure = f"{message}: {error}"
         if failure is None:
             try:
-                _complete_zip(Path(site), Path(tmp), catalog, "a", **message)
+                _complete_zip(Path(site), Path(tmp), catalog, "a", **message, ahead=ahead)
             except Exception as error:
                 failure = f"completing the archive: {error}"
     finally:
         catalog.close()
+        ahead.close()
     outbox.send(("done", None) if failure is None else ("failed", failure))
 
 
 def _catalog_path(tmp: Path) -> Path:
     """The :class:`_Catalog` of the archive being written as ``tmp``: beside it."""
     return tmp.with_name(tmp.name + ".catalog")
+
+
+def _ahead_path(tmp: Path) -> Path:
+    """The side file of :class:`_Ahead` for the archive being written as ``tmp``: beside it."""
+    return tmp.with_name(tmp.name + ".ahead")

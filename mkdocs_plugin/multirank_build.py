@@ -47,6 +47,8 @@ class MultiRankOutcome:
     ranks: list[RankSummary]
     summaries: dict[int, str]
     clean: bool
+    #: every rank's copies of text its compile pages show (see ``ReportPages.artifact_copies``)
+    artifact_copies: list[str]
 
 
 def build_rank_report(
@@ -75,7 +77,8 @@ def build_rank_report(
             extra_plugins={"tlsite_job": InJob()},
         )
     summary_line = f"{trace.stats.summary()}; found {plugin.found}"
-    return {"summary": summary_line, "clean": trace.stats.is_clean}
+    copies = [f"rank_{summary.rank}/{name}" for name in plugin.artifact_copies]
+    return {"summary": summary_line, "clean": trace.stats.is_clean, "copies": copies}
 
 
 def build_multirank(
@@ -114,6 +117,7 @@ def build_multirank(
         write_multirank_files(summaries, site_dir)
     lines = {}
     clean = True
+    copies: list[str] = []
     for summary in summaries:
         extra = summary.extra if isinstance(summary.extra, dict) else {}
         if summary.error:
@@ -124,7 +128,8 @@ def build_multirank(
         else:
             lines[summary.rank] = extra.get("summary", f"rank {summary.rank}")
             clean = clean and bool(extra.get("clean", True))
-    return MultiRankOutcome(summaries, lines, clean)
+            copies += extra.get("copies", [])
+    return MultiRankOutcome(summaries, lines, clean, copies)
 
 
 def _build_empty_rank(site_dir: Path, summary: RankSummary, n_ranks: int) -> None:

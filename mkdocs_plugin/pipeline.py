@@ -60,6 +60,8 @@ class _Site:
     summary: list[str]
     clean: bool
     why_not_clean: str
+    #: tlparse's copies of text the compile pages show (a zip over the limit leaves them out)
+    artifact_copies: list[str]
 
 
 def build(
@@ -138,8 +140,8 @@ def _bundle(site: Path, fmt: str, made: _Site, zipper: ZipWriter | None) -> tupl
     """Write the bundle beside ``site`` (finishing ``zipper``'s, if one was started)."""
     fields = {"trace": made.trace_name, "version": __version__, "extra": made.manifest}
     if zipper is not None:
-        return zipper.dest, zipper.finish(**fields)
-    return write_bundle(site, fmt, **fields)
+        return zipper.dest, zipper.finish(**fields, copies=made.artifact_copies)
+    return write_bundle(site, fmt, **fields, copies=made.artifact_copies)
 
 
 def _is_job(resolved: ResolvedInput, rank: int | None, all_ranks: bool) -> bool:
@@ -202,6 +204,7 @@ def _build_one(
         summary=[stats.summary(), f"Found: {plugin.found}"],
         clean=stats.is_clean,
         why_not_clean=stats.why_not_clean(),
+        artifact_copies=plugin.artifact_copies,
     )
 
 
@@ -285,4 +288,5 @@ def _build_ranks(
         summary=summary,
         clean=outcome.clean,
         why_not_clean="a rank log had skipped lines or damaged payloads (see above)",
+        artifact_copies=outcome.artifact_copies,
     )

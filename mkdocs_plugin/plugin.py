@@ -88,6 +88,11 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
         """What the report found, in one line for the terminal."""
         return self.report.found
 
+    @property
+    def artifact_copies(self) -> list[str]:
+        """See ``ReportPages.artifact_copies``."""
+        return self.report.artifact_copies
+
     def _trace_and_log(self) -> tuple[Trace, Any]:
         if self._trace is None:
             try:

@@ -45,6 +45,8 @@ class PreparedReport:
     #: the words of the pages' code that search finds (written as search/code_index.js)
     code_index: CodeIndex = field(default_factory=CodeIndex)
     found: str = ""  # what the report found, for the terminal (see SiteTree.found)
+    #: tlparse's copies of text the compile pages show in full (see SiteTree.artifact_copies)
+    artifact_copies: list[str] = field(default_factory=list)
     store: PayloadStore | None = field(default=None, repr=False, compare=False)
 
     def close(self) -> None:
@@ -95,6 +97,7 @@ def prepare_report(trace: Trace, *, prefix: str = "", defer_bodies: bool = True)
 
     tree = render_tree(trace, prefix=prefix, sink=park)
     report.nav, report.found = tree.nav, tree.found
+    report.artifact_copies = tree.artifact_copies
     store.flush()  # highlight workers read the code from the pack file
     return report
 

@@ -116,6 +116,12 @@ class ReportPages:
         """What the report found, in one line for the terminal (see ``PreparedReport.found``)."""
         return self._prepare().found
 
+    @property
+    def artifact_copies(self) -> list[str]:
+        """tlparse's copies of text the compile pages show in full, by path in the site (see
+        ``PreparedReport.artifact_copies``): a zip bundle over GitHub's limit leaves them out."""
+        return self._prepare().artifact_copies
+
     def _prepare(self) -> PreparedReport:
         """The report's pages, rendered into the store the first time they are needed."""
         if self._prepared is None:

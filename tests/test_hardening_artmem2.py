@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from corpus import TORCH_213
+from site_copies import copies_linked
 
 from tlsite import __version__
 from tlsite.cli import BuildOutcome, build
@@ -103,7 +104,7 @@ def _reference_zip(site: Path, dest: Path, early: Iterable[str] = ()) -> None:
     compile folders' files that are not copies of what a page shows, then the manifest, then
     the copies (all kept: a small site)."""
     listing = bundle.site_listing(site)
-    copies = bundle.artifact_copies(site, listing)
+    copies = [name for name in listing if name in set(copies_linked(site))]
     done: set[str] = set()
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         for name in [*early, *listing]:
@@ -140,7 +141,7 @@ def test_a_real_sites_zip_and_manifest_are_the_bytes_zipfile_writes_in_memory(
     early = list(reversed(listing[::3])) if background else []  # build order, not path order
     for name in early:
         writer.add(os.path.join(site, name))
-    writer.finish(trace="t.log", version=__version__, extra=None)
+    writer.finish(trace="t.log", version=__version__, extra=None, copies=copies_linked(site))
     assert (site / MANIFEST_NAME).read_bytes() == expected_manifest
     _reference_zip(site, tmp_path / "reference.zip", early)
     assert (tmp_path / "new.zip").read_bytes() == (tmp_path / "reference.zip").read_bytes()

@@ -11,6 +11,7 @@ from urllib.parse import unquote
 
 import pytest
 from corpus import TORCH_213
+from site_copies import copies_linked
 
 import tlsite.core.bundle as bundle
 from tlsite import __version__
@@ -28,7 +29,8 @@ def job_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _bundle(site: Path, tmp: Path) -> Path:
-    dest, _ = bundle.write_bundle(site, "zip", trace=str(JOB), version=__version__)
+    copies = copies_linked(site)
+    dest, _ = bundle.write_bundle(site, "zip", trace=str(JOB), version=__version__, copies=copies)
     assert dest is not None
     tmp.mkdir()
     moved = tmp / dest.name

@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from site_copies import copies_linked
 
 import tlsite.core.bundle as bundle
 from tlsite import __version__
@@ -33,7 +34,8 @@ def storm_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _zip(site: Path, tmp: Path) -> tuple[dict[str, int], dict]:
     """The site's zip (moved into ``tmp``): its entries' compressed sizes, and the manifest."""
-    dest, _ = bundle.write_bundle(site, "zip", trace=str(STORM), version=__version__)
+    copies = copies_linked(site)
+    dest, _ = bundle.write_bundle(site, "zip", trace=str(STORM), version=__version__, copies=copies)
     assert dest is not None
     tmp.mkdir()
     moved = dest.replace(tmp / dest.name)

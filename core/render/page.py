@@ -171,6 +171,7 @@ class SiteTree:
     pages: list[Page] = field(default_factory=list)
     nav: list[Any] = field(default_factory=list)
     found: str = ""  # what the report found, one line for the terminal (see ReportRenderer)
+    artifact_copies: list[str] = field(default_factory=list)  # see ReportRenderer
     sink: Callable[[Page], None] | None = field(default=None, repr=False, compare=False)
 
     def add(self, page: Page) -> None:

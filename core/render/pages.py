@@ -36,7 +36,6 @@ from ..analysis.interrupted import interrupted
 from ..analysis.patterns import failure_groups, recompile_pattern
 from ..analysis.stack_trie import compile_trie, unknown_trie
 from ..analysis.symbols import unit_symbols
-from ..bundle import ARTIFACT_COPY_CLASS
 from ..handlers import SYMBOLIC_TYPES
 from ..limits import ITEMS_PER_SECTION, ROWS, SECTIONS, Shown, shown
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
@@ -149,6 +148,9 @@ class ReportRenderer:
     def __init__(self, trace: Trace, *, prefix: str = "") -> None:
         self.trace = trace
         self.prefix = prefix
+        #: tlparse's copies of artifacts whose text their compile page shows in full, by path
+        #: in the site (a zip bundle over GitHub's limit may leave them out)
+        self.artifact_copies: list[str] = []
         self.exports = export_calls(trace)
         self._export_of = export_of(self.exports)
         self.statuses = status_mod.statuses(trace, self.exports)
@@ -310,6 +312,7 @@ class ReportRenderer:
         if self.trace.job_ranks is not None:  # a rank of a multi-rank site: back to its landing
             tree.nav.insert(0, {"All ranks": f"{p}{LANDING_HREF}"})
         tree.nav = escaped_nav(tree.nav)
+        tree.artifact_copies = self.artifact_copies
         return tree
 
     def frames_index(self) -> Page:
@@ -507,7 +510,10 @@ class ReportRenderer:
             if a.link_url:
                 continue
             href = url_path(a.raw_href) if a.raw_href else None
-            facts = str(facts_of(a, href, ARTIFACT_COPY_CLASS))
+            copy = bool(href and a.block and not a.truncated)
+            if copy:
+                self.artifact_copies.append(self.prefix + a.raw_href.removeprefix("../"))
+            facts = str(facts_of(a, href, copy))
             a.facts = self._part(f"facts-{a.number}", facts, blocks)
         stack = macro("_macros.md", "stack_block")(
             unit.stack, "Stack that triggered this compile", open=False
