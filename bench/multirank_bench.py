@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall and CPU seconds of ``command`` (CPU: it and every helper it waited for)."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, command
     return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
