@@ -148,3 +148,19 @@ def test_the_compile_ids_table_says_why_each_extra_id_was_compiled(logs, site):
         at = next(i for i, row in enumerate(rows) if row.startswith(key + " "))
         guard = guards[key.split("_")[0].rstrip("]") + "]"]
         assert rows[at + 1] == f"3, 11 compiled (recompiled: {guard})", rows[at : at + 2]
+
+
+@pytest.mark.slow
+def test_diverging_ranks_compared_says_when_the_graph_breaks_are_the_same(site):
+    """Every rank hits the same graph breaks: "0 only on rank 0, 0 only on rank 3" hid that."""
+    page = (site / "index.html").read_text(encoding="utf-8")
+    section = page[page.index('id="diverging-ranks-compared"') :]
+    section = section[: section.index("</table>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", section, re.DOTALL)[1:]
+    assert rows
+    for row in rows:
+        cells = [text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)]
+        a = int(re.match(r"rank (\d+) →", cells[0])[1])
+        overview = text_of((site / f"rank_{a}" / "index.html").read_text(encoding="utf-8"))
+        distinct = re.search(r"Graph breaks (\d+) distinct", overview)[1]
+        assert cells[2] == f"the same {distinct} on both", cells
