@@ -10,6 +10,9 @@ growth means both stay about constant.
     python bench/multirank_bench.py --compare 3 --ranks 16 [--root before=/path/to/old/parent]
         # interleaved with tlparse 0.4.3 --all-ranks-html on the same job: medians of wall
         # time and CPU (the build's and its helpers'), and each tool's output size
+    python bench/multirank_bench.py --compare 3 --job /work/traces/ddp16
+        # the same comparison on a real job's folder of rank logs instead of copies
+        # (copies share every page across ranks; a real job's ranks differ)
 """
 
 from __future__ import annotations
@@ -55,9 +58,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="LABEL=PATH",
         help="also time the tlsite importable from PATH (the folder holding tlsite/)",
     )
+    parser.add_argument(
+        "--job", type=Path, help="with --compare: time this real job folder instead of copies"
+    )
     args = parser.parse_args(argv)
     if args.compare:
-        return compare(args.ranks, args.compare, dict(r.split("=", 1) for r in args.root))
+        roots = dict(r.split("=", 1) for r in args.root)
+        return compare(args.ranks, args.compare, roots, args.job)
     rows = []
     with tempfile.TemporaryDirectory(prefix="tlsite-ranks-bench-") as scratch:
         for ranks in args.ranks:
@@ -93,21 +100,25 @@ def main(argv: list[str] | None = None) -> int:
 def _timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall and CPU seconds of ``command`` (CPU: it and every helper it waited for)."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, command
     return time.perf_counter() - started, usage.ru_utime + usage.ru_stime
 
 
-def compare(sizes: list[int], rounds: int, roots: dict[str, str]) -> int:
-    """tlsite (this checkout and ``roots``) and tlparse on the same jobs, interleaved."""
+def compare(sizes: list[int], rounds: int, roots: dict[str, str], real: Path | None = None) -> int:
+    """tlsite (this checkout and ``roots``) and tlparse on the same jobs, interleaved.
+
+    ``real`` is a job folder to time as it is (its rank count is the row's) instead of copies.
+    """
     tools = {"tlsite": str(PROJECT_ROOT.parent), **roots, "tlparse": ""}
     print("| ranks | tool | wall s median (min–max) | vs tlparse | CPU s median | output MB |")
     print("|---:|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="tlsite-ranks-bench-") as scratch:
-        for ranks in sizes:
-            job = Path(scratch) / f"job{ranks}"
-            make_job(job, ranks)
+        for ranks in [len(list(real.glob("*rank_*.log")))] if real else sizes:
+            job = real or Path(scratch) / f"job{ranks}"
+            if not real:
+                make_job(job, ranks)
             runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in tools}
             for number in range(rounds):
                 for name, root in tools.items():
@@ -136,7 +147,8 @@ def compare(sizes: list[int], rounds: int, roots: dict[str, str]) -> int:
                     f"| {ranks} | {name} | {wall:.2f} ({min(walls):.2f}–{max(walls):.2f}) "
                     f"| {wall / theirs:.2f}× | {cpu:.2f} | {values[-1][2] / 1e6:.1f} |"
                 )
-            shutil.rmtree(job)
+            if not real:
+                shutil.rmtree(job)
     return 0
 
 

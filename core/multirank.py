@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -77,6 +78,7 @@ class UnitSummary:
     tensor_meta_artifact: int | None = None
     compile_seconds: float | None = None
     has_output_code: bool = False
+    recompile_reason: str | None = None  # the guard that failed, first line, source comment cut
 
     @property
     def cache_sequence(self) -> str:
@@ -170,9 +172,15 @@ def summarize_trace(trace: Trace, rank: int, workdir: str | os.PathLike[str]) ->
         seconds[id(timed.unit)] = seconds.get(id(timed.unit), 0.0) + timed.total
     summary.compile_seconds = sum(seconds.values())
     runtime_lines: list[str] = []
+    reasons: dict[tuple[int | None, ...], str] = {}  # per frame compile, for every attempt
     for unit in trace.units.values():
         summary.units.append(_summarize_unit(trace, unit, summary, runtime_lines))
         summary.units[-1].compile_seconds = seconds.get(id(unit))
+        if summary.units[-1].recompile_reason and unit.id is not None:
+            reasons.setdefault(_frame_compile(unit), summary.units[-1].recompile_reason)
+    for unit, unit_summary in zip(trace.units.values(), summary.units, strict=True):
+        if unit_summary.recompile_reason is None and unit.id is not None:
+            unit_summary.recompile_reason = reasons.get(_frame_compile(unit))
     _execution_order(trace, summary)
     if runtime_lines:
         path = work / f"rank_{rank}.runtime.jsonl"
@@ -195,12 +203,32 @@ def _folder(artifact: Artifact, unit: CompileUnit) -> str:
     )
 
 
+#: Where torch appends the guard's source line to a reason: ``___stack0 == 3.3   # if h > 1:``.
+_SOURCE_COMMENT = re.compile(r"\s{2,}#")
+
+
+def _guard_line(reason: Any) -> str | None:
+    """The failed guard of a ``recompile_reason``: its first line, without the source comment
+    and user stack torch appends (the rank's compile page shows those)."""
+    if not isinstance(reason, str) or not reason.strip():
+        return None
+    return _SOURCE_COMMENT.split(reason.strip().splitlines()[0], maxsplit=1)[0].rstrip()
+
+
+def _frame_compile(unit: CompileUnit) -> tuple[int | None, ...]:
+    """A compile id without its attempt: torch logs a recompile's reason once, on the attempt
+    that finished, so a graph break's first attempt takes it from there."""
+    assert unit.id is not None
+    return (unit.id.compiled_autograd_id, unit.id.frame_id, unit.id.frame_compile_id)
+
+
 def _summarize_unit(
     trace: Trace, unit: CompileUnit, summary: RankSummary, runtime_lines: list[str]
 ) -> UnitSummary:
     result = UnitSummary(
         key=unit.key, dirname=unit.dirname, order=unit.order, is_compile=_is_compile(unit)
     )
+    result.recompile_reason = _guard_line(unit.metric("recompile_reason"))
     result.cache = tuple(
         CacheEvent(a.cache, a.name, a.number) for a in unit.artifacts if a.cache and a.path
     )

@@ -165,12 +165,19 @@ def compare_by_compile_id(
 
 
 # -- 1. compile ids -----------------------------------------------------------------------------
+def _compiled(unit: UnitSummary) -> str:
+    """ "compiled", with the guard that failed when it was a recompile: a rank that compiled
+    what the others did not usually saw other inputs, and the guard names which."""
+    reason = unit.recompile_reason
+    return f"compiled (recompiled: {reason})" if reason else "compiled"
+
+
 def compare_compile_ids(ranks: Sequence[RankSummary]) -> Comparison:
     """Which ranks compiled which compile ids (``[-/-]`` and ``unknown`` are not compiles)."""
 
     def describe(key: str, variants: list[tuple[Ranks, Any, UnitSummary | None]]) -> list[Variant]:
         return [
-            Variant(group, "compiled", Evidence(group[0], unit.dirname))
+            Variant(group, _compiled(unit), Evidence(group[0], unit.dirname))
             if present and unit is not None
             else Variant(group, "not compiled")
             for group, present, unit in variants
@@ -672,6 +679,13 @@ def _id_list(ids: Sequence[tuple[str, Evidence | None]]) -> list[Phrase]:
     return phrases
 
 
+def _capped_list(items: Sequence[str]) -> str:
+    """``a; b; c and 2 more`` (at most ``MAX_DETAILS - 1`` items)."""
+    shown = "; ".join(items[: MAX_DETAILS - 1])
+    left = len(items) - (MAX_DETAILS - 1)
+    return f"{shown} and {left} more" if left > 0 else shown
+
+
 def _evidence(units: UnitMaps, rank: int, key: str, artifact: int | None = None) -> Evidence | None:
     unit = units.get(rank, {}).get(key)
     return Evidence(rank, unit.dirname, artifact) if unit is not None else None
@@ -683,11 +697,13 @@ def set_details(
     did: str,
     did_not: str,
     artifact: Callable[[UnitSummary], int | None] = lambda unit: None,
+    reason: Callable[[UnitSummary], str | None] = lambda unit: None,
 ) -> tuple[list[Sentence], int]:
     """Which compile ids each group outside the largest has that the largest lacks, and the
     reverse (a variant with evidence *has* the id): "rank 1 compiled 2 compile ids that
     ranks 0, 2 did not: [3/0], [4/0]". Each id links to the rank the sentence names that has
-    it (at ``artifact(unit)``)."""
+    it (at ``artifact(unit)``). The extra ids' distinct ``reason(unit)`` follow ("; why: …"),
+    so the warning says why those ranks did more, not only that they did."""
 
     def evidence(rank: int, key: str) -> Evidence | None:
         unit = units.get(rank, {}).get(key)
@@ -713,7 +729,12 @@ def set_details(
         who = ranks_phrase(group)
         if extra:
             lead = f"{who} {did} {_plural(len(extra), 'compile id')} that {them} did not: "
-            sentences.append((Phrase(lead), *_id_list(extra)))
+            mine = units.get(group[0], {})
+            why = dict.fromkeys(
+                text for key, _ in extra if key in mine and (text := reason(mine[key]))
+            )
+            tail = (Phrase("; why: " + _capped_list(list(why))),) if why else ()
+            sentences.append((Phrase(lead), *_id_list(extra), *tail))
         if missing:
             lead = (
                 f"{who} did not {did_not} {_plural(len(missing), 'compile id')} that {them} did: "
@@ -979,7 +1000,13 @@ def _divergences(report: MultiRankReport) -> list[Divergence]:
                 "timeouts during distributed execution.",
                 "Compilation ID groups:",
                 report.compile_ids.groups,
-                *set_details(report.compile_ids, units, "compiled", "compile"),
+                *set_details(
+                    report.compile_ids,
+                    units,
+                    "compiled",
+                    "compile",
+                    reason=lambda unit: unit.recompile_reason,
+                ),
             )
         )
     if report.cache.divergent:
