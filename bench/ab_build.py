@@ -83,7 +83,8 @@ def tlparse_once(trace: str, out: Path) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trace")
+    # absolute: each build runs from its snapshot's folder
+    parser.add_argument("trace", type=lambda path: str(Path(path).resolve()))
     parser.add_argument("--base", default="HEAD~1")
     parser.add_argument("--new", default="HEAD")
     parser.add_argument("-n", "--repeat", type=int, default=3)
