@@ -8,6 +8,7 @@ what matters is how the page looks (a table that fits, a name not wrapped).
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -109,3 +110,116 @@ def test_on_a_phone_the_ranks_table_scrolls_in_its_box_not_the_page(site, open_s
     assert scroll > client, got  # the box scrolls; the rows stay one line each
     assert got["tallest"] < 1.5 * got["one_line"], got
     assert not report.console_errors
+
+
+# -- 3. and 4. Diverging ranks compared ---------------------------------------------------------
+_CACHE_LOOKUP = re.compile(r'"artifact": \{"name": "(\w+?)_cache_(hit|miss|bypass)"')
+_FRAME = re.compile(r'"frame_id": (\d+), "frame_compile_id": \d+')
+
+
+def cache_lookups(log: str) -> list[tuple[str, str, str]]:
+    """Each cache lookup a rank logged, in order: (frame id, cache, hit/miss/bypass)."""
+    found = []
+    for line in log.splitlines():
+        lookup = _CACHE_LOOKUP.search(line)
+        if lookup:
+            frame = _FRAME.search(line)
+            found.append((frame[1] if frame else "?", lookup[1], lookup[2]))
+    return found
+
+
+def misses(log: str, frame: str | None = None) -> int:
+    return sum(r == "miss" and frame in (None, f) for f, _, r in cache_lookups(log))
+
+
+def compared(site: Path) -> dict[tuple[int, int], list[str]]:
+    """The rows of "Diverging ranks compared": (rank a, rank b) → the row's cells' text."""
+    page = (site / "index.html").read_text(encoding="utf-8")
+    rows = {}
+    for row in _ROW.findall(section(page, "diverging-ranks-compared"))[1:]:
+        # text_of puts a space for each tag: "<strong>worse</strong>:" reads "worse:"
+        cells = [re.sub(r" ([,:;])", r"\1", text_of(c)) for c in _CELL.findall(row)]
+        a, b = map(int, re.match(r"rank (\d+) → rank (\d+)$", cells[0]).groups())
+        assert f'href="diff_{a}_{b}/index.html"' in row and (site / f"diff_{a}_{b}").is_dir()
+        rows[a, b] = cells
+    return rows
+
+
+@pytest.mark.slow
+def test_every_group_of_ranks_that_differs_is_compared_with_the_largest(logs, site):
+    """Six cache patterns (the ranks shared one inductor cache) and two compile-id sets: each
+    group but the largest has its first rank compared with the largest group's first rank.
+    Rank 11, a cache group of its own, had no comparison."""
+    patterns: dict[tuple, list[int]] = {}
+    for rank in sorted(logs):
+        patterns.setdefault(tuple(cache_lookups(logs[rank])), []).append(rank)
+    groups = sorted(patterns.values(), key=lambda g: (-len(g), g))
+    assert len(groups) == 6 and [11] in groups
+    largest = groups[0][0]
+    rows = compared(site)
+    for group in groups[1:]:
+        assert (largest, group[0]) in rows, (group, sorted(rows))
+    assert (0, 3) in rows  # ranks 3 and 11 compiled what the others did not
+
+
+@pytest.mark.slow
+def test_a_verdict_between_ranks_names_what_is_worse_and_the_cache_misses(logs, site):
+    """Rank 0 compiled faster than rank 6 in all, yet "worse": its resume function missed the
+    cache and compiled slower. The row says that, not only "worse"."""
+    rows = compared(site)
+    for (a, b), cells in rows.items():
+        verdict = cells[1]
+        if misses(logs[a]) != misses(logs[b]):
+            assert f"cache misses {misses(logs[a])} → {misses(logs[b])}" in verdict, verdict
+    verdict, total = rows[6, 0][1], rows[6, 0][4]
+    before, after = map(float, re.findall(r"([\d.]+) s", total))
+    assert after < before  # rank 0 compiled faster in all
+    resume = "5"  # the frame of torch_dynamo_resume_in_forward
+    assert verdict.startswith("worse: compile time of torch_dynamo_resume_in_forward"), verdict
+    expected = f"(cache misses {misses(logs[6], resume)} → {misses(logs[0], resume)})"
+    assert expected in verdict and misses(logs[0], resume) > misses(logs[6], resume)
+
+
+@pytest.mark.slow
+def test_ranks_with_the_same_results_are_not_said_to_differ_in_setup(logs, site):
+    """Rank 5 against rank 6: same torch, same config, same compiles; only the shared cache
+    answered differently. "Different setup" said something that did not differ."""
+    verdict = compared(site)[6, 5][1]
+    assert "setup" not in verdict
+    assert verdict == (
+        f"same results, different cache misses {misses(logs[6])} → {misses(logs[5])}, "
+        f"hits {len(cache_lookups(logs[6])) - misses(logs[6])} → "
+        f"{len(cache_lookups(logs[5])) - misses(logs[5])}"
+    )
+
+
+@pytest.mark.slow
+def test_the_diff_tool_keeps_its_verdict_between_two_ranks_and_names_the_cache(logs, site):
+    """``tlsite diff`` of ranks 6 and 0 still says "worse" (a frame compiled slower), and
+    now says why that frame was slower: it missed the cache where rank 6 hit."""
+    data = json.loads((site / "diff_6_0" / "diff.json").read_text(encoding="utf-8"))
+    assert data["verdict"] == "worse"
+    [slower] = [f["text"] for f in data["regressions"]]
+    resume = f"(cache misses {misses(logs[6], '5')} → {misses(logs[0], '5')})"
+    assert slower.startswith("compile time of torch_dynamo_resume_in_forward") and resume in slower
+    summary = text_of((site / "diff_6_0" / "index.html").read_text(encoding="utf-8"))
+    cache = f"cache misses {misses(logs[6])} → {misses(logs[0])}"
+    assert re.search(rf"Verdict: worse — 1 regression, 0 improvements, {cache}\b", summary)
+
+
+def test_two_real_runs_keep_their_verdicts_and_the_summary_names_the_cache_change():
+    """Two runs of a script (dynamic=False, then dynamic=True): still "better", and the
+    verdict line says the cache was used differently (one bypass fewer), which it left out."""
+    from test_diff import compare
+
+    from tlsite.core.render.diff_pages import render_pages
+
+    diff = compare("dynamic", "dynamic")
+    assert diff.verdict == "better" and not diff.regressions
+    assert compare("newgb", "newgb").verdict == "worse"
+    assert compare("gbfix", "gbfix").verdict == "better"
+    b, a = diff.before.cache["bypass"], diff.after.cache["bypass"]
+    assert b != a
+    summary = next(p for p in render_pages(diff) if p.path == "index.md").markdown
+    verdict = next(line for line in summary.splitlines() if line.startswith("**Verdict:"))
+    assert verdict.endswith(f", cache bypasses {b} → {a}."), verdict
