@@ -223,3 +223,18 @@ def test_two_real_runs_keep_their_verdicts_and_the_summary_names_the_cache_chang
     summary = next(p for p in render_pages(diff) if p.path == "index.md").markdown
     verdict = next(line for line in summary.splitlines() if line.startswith("**Verdict:"))
     assert verdict.endswith(f", cache bypasses {b} → {a}."), verdict
+
+
+@pytest.mark.slow
+def test_a_pair_past_the_cap_is_named_on_the_page_with_why(tmp_path, monkeypatch, site):
+    from tlsite.mkdocs_plugin import diff_build
+
+    built = list(compared(site))  # in the order the page lists them
+    monkeypatch.setattr(diff_build, "MAX_RANK_DIFFS", 4)
+    out = tmp_path / "site"
+    with resolve_input(str(JOB)) as resolved:
+        build_multirank(resolved, out, jobs=1)
+    assert list(compared(out)) == built[:4]
+    page = text_of((out / "index.html").read_text(encoding="utf-8"))
+    left = ", ".join(f"rank {a} → rank {b}" for a, b in built[4:])
+    assert f"Not compared: {left} (at most 4 comparisons are built)." in page
