@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_speed_ddp16 import JOB, rank_logs, text_of
+from test_speed_ddp16 import JOB, compile_ids, rank_logs, reasons, text_of
 
 from tlsite.core import resolve_input
 from tlsite.mkdocs_plugin.multirank_build import build_multirank
@@ -238,3 +238,26 @@ def test_a_pair_past_the_cap_is_named_on_the_page_with_why(tmp_path, monkeypatch
     page = text_of((out / "index.html").read_text(encoding="utf-8"))
     left = ", ".join(f"rank {a} → rank {b}" for a, b in built[4:])
     assert f"Not compared: {left} (at most 4 comparisons are built)." in page
+
+
+# -- 2. a restart's compile page ----------------------------------------------------------------
+@pytest.mark.slow
+def test_a_restarted_attempt_of_a_recompile_says_why_the_compile_happened(logs, site):
+    """[0/1_1] is [0/1] tried again after a graph break (torch logs the compile's reason once:
+    the ``recompile_reasons`` artifact on [0/1], the metrics' ``recompile_reason`` on [0/1_1]),
+    so its page gives [0/1]'s reason and says whose it is. A first compile's restart has none."""
+    guards = reasons(logs[3])
+    restarts = sorted(k for k in compile_ids(logs[3]) if "_" in k)
+    assert "[0/1_1]" in restarts and "[0/0_1]" in restarts
+    for key in restarts:
+        frame, compile_, attempt = re.match(r"\[(\d+)/(\d+)_(\d+)\]", key).groups()
+        page = (site / "rank_3" / f"-_{frame}_{compile_}_{attempt}" / "index.html").read_text()
+        text = text_of(page)
+        first = f"[{frame}/{compile_}]"
+        if first not in guards:  # a first compile: it did not recompile
+            assert "Why it recompiled" not in text, key
+            continue
+        assert "Why it recompiled" in text, key
+        assert f"This attempt is compile {first} restarted, not a new compile" in text, key
+        assert guards[first] in text, key
+        assert f'href="../-_{frame}_{compile_}_0/index.html">{first}</a> restarted' in page
