@@ -81,14 +81,18 @@ def build_diff_site(diff: TraceDiff, site_dir: Path, *, in_job: bool = False) ->
 
 
 #: Rank pairs of a multi-rank job compared on its landing page (each is a site of its own),
-#: and the most log bytes read again for them: the ranks' models are gone by then.
-MAX_RANK_DIFFS = 4
+#: and the most log bytes read again for them: the ranks' models are gone by then. Pairs past
+#: either are named on the landing page as not compared, with why.
+MAX_RANK_DIFFS = 8
 MAX_RANK_DIFF_BYTES = 256 * 1024 * 1024
+#: Regressions (and improvements) a pair's verdict names on the landing page.
+MAX_VERDICT_FINDINGS = 3
 
 
 def diverging_pairs(report: MultiRankReport) -> list[tuple[int, int]]:
     """(first rank of the largest group, first rank of another group) for each way the ranks
-    diverged in what they compiled, cached, scheduled or described, without repeats."""
+    diverged in what they compiled, cached, scheduled or described, without repeats: every
+    group that differs is compared with the largest (the caller caps how many are built)."""
     pairs: list[tuple[int, int]] = []
     comparisons = (report.compile_ids, report.cache, report.collectives, report.tensor_meta)
     for comparison in comparisons:
@@ -98,7 +102,7 @@ def diverging_pairs(report: MultiRankReport) -> list[tuple[int, int]]:
             pair = (comparison.groups[0][0], group[0])
             if pair not in pairs:
                 pairs.append(pair)
-    return pairs[:MAX_RANK_DIFFS]
+    return pairs
 
 
 def build_rank_diffs(
@@ -110,18 +114,25 @@ def build_rank_diffs(
     redactor: Redactor | None = None,
 ) -> str:
     """Write ``diff_<a>_<b>/`` for each diverging pair of ranks (their logs read again, one
-    pair at a time, up to :data:`MAX_RANK_DIFF_BYTES`); returns the landing page's section
-    linking them ("" when none). ``redactor``: the one the logs are read through, whose
-    stats keep describing the ranks' own pass."""
+    pair at a time, up to :data:`MAX_RANK_DIFFS` pairs and :data:`MAX_RANK_DIFF_BYTES`);
+    returns the landing page's section linking them and naming the pairs left out ("" when
+    the ranks did not diverge). ``redactor``: the one the logs are read through, whose stats
+    keep describing the ranks' own pass."""
     logs = {log.rank: log for log in resolved.logs}
     made = []
+    left_out: list[tuple[int, int, str]] = []
     budget = MAX_RANK_DIFF_BYTES
     kept = redactor.stats if redactor is not None else None
     for a, b in diverging_pairs(report):
         if a not in logs or b not in logs:
             continue
+        if len(made) == MAX_RANK_DIFFS:
+            left_out.append((a, b, f"at most {MAX_RANK_DIFFS} comparisons are built"))
+            continue
         size = (logs[a].size_hint or 0) + (logs[b].size_hint or 0)
         if size > budget:
+            mib = MAX_RANK_DIFF_BYTES // (1024 * 1024)
+            left_out.append((a, b, f"the logs read again for comparisons stay under {mib} MiB"))
             continue
         budget -= size
         traces: list[Trace] = []
@@ -129,6 +140,7 @@ def build_rank_diffs(
             for rank in (a, b):
                 traces.append(load_source(logs[rank], export_mode=export_mode))
             if any(t.stats.not_a_trace() for t in traces):
+                left_out.append((a, b, "a log is not a trace"))
                 continue
             diff = diff_traces(traces[0], traces[1])
             build_diff_site(diff, site_dir / f"diff_{a}_{b}", in_job=True)
@@ -138,6 +150,8 @@ def build_rank_diffs(
         made.append((a, b, diff))
     if redactor is not None and kept is not None:
         redactor.stats = kept
-    if not made:
+    if not made and not left_out:
         return ""
-    return render_markdown("diff_rank_links.md", pairs=made)
+    return render_markdown(
+        "diff_rank_links.md", pairs=made, left_out=left_out, max_findings=MAX_VERDICT_FINDINGS
+    )

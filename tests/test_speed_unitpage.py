@@ -28,7 +28,7 @@ from tlsite.core.render.pages import render_tree
 
 #: The revision whose pages are the reference: the one these changes started from, unless
 #: ``TLSITE_BASE_REV`` names another (move it on when compile pages change on purpose).
-BASE = os.environ.get("TLSITE_BASE_REV", "18a7a31")
+BASE = os.environ.get("TLSITE_BASE_REV", "8767c36")
 STORM_IDS = 30
 
 #: Renders every page of each trace given and writes, per trace, each page's path, title,

@@ -174,6 +174,17 @@ class Frame:
         return f"{function_identity(self.function)} ({where})"
 
     @property
+    def cache_misses(self) -> int:
+        """Cache lookups of its compiles that missed: a miss compiles what a hit loads, so it
+        often explains a slower compile of the same frame."""
+        return sum(
+            artifact.cache == "miss"
+            for c in self.compiles
+            for unit in c.units
+            for artifact in unit.artifacts
+        )
+
+    @property
     def timed(self) -> bool:
         """Every compile logged its metrics: a compile the log ends in has no time to compare."""
         return all(c.status not in ("missing", "interrupted") for c in self.compiles)
@@ -734,6 +745,31 @@ class TraceDiff:
         ]
 
     @property
+    def cache_change(self) -> str:
+        """How the two sides' cache lookups differ, in words ("" when alike):
+        ``cache misses 2 → 5, hits 7 → 4``."""
+        b, a = self.before.cache, self.after.cache
+        words = (("miss", "cache misses"), ("hit", "hits"), ("bypass", "bypasses"))
+        parts = [f"{word} {b[key]} → {a[key]}" for key, word in words if b[key] != a[key]]
+        if parts and not parts[0].startswith("cache"):
+            parts[0] = "cache " + parts[0]
+        return ", ".join(parts)
+
+    @property
+    def setup_changes(self) -> list[str]:
+        """What differs besides the compiles themselves: torch, config, cache use."""
+        changes = []
+        if self.before.torch_version != self.after.torch_version:
+            before, after = self.before.torch_version or "?", self.after.torch_version or "?"
+            changes.append(f"torch {before} → {after}")
+        if self.config:
+            n = len(self.config)
+            changes.append(f"{n} config value{'s' if n != 1 else ''}")
+        if self.cache_change:
+            changes.append(self.cache_change)
+        return changes
+
+    @property
     def verdict(self) -> str:
         if self.incomplete:
             return "incomplete"
@@ -1010,6 +1046,10 @@ def _findings(diff: TraceDiff) -> tuple[list[Finding], list[Finding]]:
         timed = frame.before and frame.after and frame.before.timed and frame.after.timed
         if timed and sb is not None and sa is not None and _time_changed(sb, sa):
             text = f"compile time of {frame.label}: {sb:.2f} s → {sa:.2f} s"
+            assert frame.before and frame.after
+            mb, ma = frame.before.cache_misses, frame.after.cache_misses
+            if mb != ma:
+                text += f" (cache misses {mb} → {ma})"
             add(Finding("compile_time", text, abs(sa - sb)), sa > sb)
         if frame.before is None:
             add(Finding("frame", f"new compiled frame: {frame.label}", 0), True)

@@ -17,6 +17,8 @@ more ranks are shortened to ``0–4``).
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 
 from markupsafe import Markup
@@ -67,6 +69,37 @@ def _issue_text(issues: frozenset[str]) -> str:
     return ", ".join(parts) or "different graphs, same schedule and cache outcome"
 
 
+#: Where a shared prefix of the ranks' log names may end, so the part shown starts whole.
+_NAME_BREAK = re.compile(r"[/:_.-]")
+
+
+def _common_start(texts: Sequence[str]) -> str:
+    """The longest text every one of ``texts`` starts with."""
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < len(first) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+def log_name_parts(sources: Sequence[str]) -> tuple[str, str]:
+    """The prefix and suffix all the ranks' log names share (``ddp16/…rank_`` and ``.log``),
+    so the Ranks table shows only what tells one log from another: a 60-character name
+    wraps into a five-line cell. The prefix ends at a separator and the suffix starts at a
+    dot, so no rank's shown part is cut inside a word; ("", "") for fewer than two names."""
+    if len(sources) < 2:
+        return "", ""
+    prefix = _common_start(sources)
+    cut = max((m.end() for m in _NAME_BREAK.finditer(prefix)), default=0)
+    prefix = prefix[:cut]
+    rest = [s[len(prefix) :] for s in sources]
+    suffix = _common_start([s[::-1] for s in rest])[::-1]
+    suffix = suffix[suffix.find(".") :] if "." in suffix else ""
+    if any(len(s) <= len(suffix) for s in rest):  # a name would show as nothing
+        return prefix if all(rest) else "", ""
+    return prefix, suffix
+
+
 def _evidence_href(rank: int, dirname: str, artifact: int | None) -> str:
     return Evidence(rank, dirname, artifact).href
 
@@ -88,12 +121,18 @@ def render_landing(
         "tensor_meta": any(u.tensor_meta for r in readable for u in r.units),
     }
     compile_ids = {u.key for r in readable for u in r.compile_units}
+    log_prefix, log_suffix = log_name_parts([r.source for r in report.ranks])
+    counts = Counter(len(r.compile_units) for r in readable)
     return render_markdown(
         "landing.md",
         title=title or f"Multi-rank report: {len(report.ranks)} ranks",
         report=report,
         logged=logged,
         n_compile_ids=len(compile_ids),
+        log_prefix=log_prefix,
+        log_suffix=log_suffix,
+        usual_compile_ids=counts.most_common(1)[0][0] if counts else None,
+        log_part=lambda source: source[len(log_prefix) : len(source) - len(log_suffix)],
         ranks=ranks_markup,
         rank_names=rank_names,
         on_ranks=lambda ranks: Markup(ranks_phrase(ranks)),

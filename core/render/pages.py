@@ -12,7 +12,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
@@ -456,6 +456,13 @@ class ReportRenderer:
         restart_reasons = [f.description for f in own if f.is_restart]
         status = self.status(unit)
         outside = status == status_mod.OUTSIDE
+        recompile, restart_of = self._recompile_of.get(id(unit)), None
+        if recompile is None and unit.id is not None and unit.id.attempt:
+            # a restart is the same compile, tried again: torch logs the compile's reason
+            # once (on its first attempt, or its metrics on the last), and it holds for all
+            first = self.trace.units.get(replace(unit.id, attempt=0))
+            recompile = self._recompile_of.get(id(first)) if first is not None else None
+            restart_of = first if recompile is not None else None
         context = {
             "unit": unit,
             "function": self.function_of(unit),
@@ -472,8 +479,9 @@ class ReportRenderer:
             "restart_reasons": restart_reasons,
             "graph_breaks": self._breaks_of.get(id(unit), []),
             "interrupted": self._interrupted_of.get(id(unit)),
-            "recompile": self._recompile_of.get(id(unit)),
-            "all_reasons": self._all_reasons(self._recompile_of.get(id(unit)), blocks),
+            "recompile": recompile,
+            "restart_of": restart_of,
+            "all_reasons": self._all_reasons(recompile, blocks),
             "time": self._time_of(unit),
             "outside": [t for t in self.times if t.label] if outside else [],
             "aoti_code": [a for a in unit.artifacts if a.name.startswith(AOTI_CODE)],
