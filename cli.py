@@ -535,6 +535,8 @@ def build(path: str, out: Path, **options: Any) -> BuildOutcome:
     finally:
         if collecting:
             gc.enable()
+    if gc.get_freeze_count():  # the caller froze what it has: unfreezing would thaw that too
+        return build_pipeline(path, out, **options)
     gc.freeze()
     try:
         return build_pipeline(path, out, **options)

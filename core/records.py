@@ -494,6 +494,7 @@ class RecordReader:
         """Consume the TAB lines after a header (blank lines between them are dropped)."""
         runs: list[bytes] = []
         blank_lines: list[int] = []
+        before = counted = 0  # payload lines before the last blank line, in runs[:counted]
         while True:
             head = self._buf[self._pos : self._pos + 1] or self._peek()
             if head == b"\t":
@@ -501,7 +502,10 @@ class RecordReader:
             elif head in (b"\n", b"\r") and self._blank_line_follows():
                 self._next_line()
                 # the payload lines are counted once joined: add those before the blank line
-                blank_lines.append(self._lineno + sum(run.count(b"\n") for run in runs))
+                # (each run once: a payload of lines each followed by a blank line has many)
+                before += sum(run.count(b"\n") for run in runs[counted:])
+                counted = len(runs)
+                blank_lines.append(self._lineno + before)
             else:
                 break
         self.stats.read("blank", len(blank_lines))

@@ -1,0 +1,95 @@
+"""Fixes from the fourth review (of the branches merged on the day of small2 … ddp16)."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tlsite import cli
+from tlsite.core.records import RecordReader
+from tlsite.core.stats import ParseStats
+from tlsite.mkdocs_plugin import pipeline
+
+
+def _double_spaced_log(count: int, bad: int | None = None) -> bytes:
+    """One artifact whose ``count`` payload lines are each followed by a blank line (a log
+    passed through a tool that double-spaces lines); line ``bad`` of the payload is not UTF-8."""
+    lines = [f"line {n}".encode() for n in range(count)]
+    if bad is not None:
+        lines[bad] = b"caf\xe9"
+    kept = [line for line in lines if line.isascii()]
+    md5 = hashlib.md5(b"\n".join(kept)).hexdigest()
+    head = (
+        'V1124 06:00:00.000000 1 a.py:1] {"artifact": {"name": "x", "encoding": "string"}, '
+        f'"frame_id": 0, "frame_compile_id": 0, "attempt": 0, "has_payload": "{md5}"}}\n'
+    )
+    return head.encode() + b"".join(b"\t" + line + b"\n\n" for line in lines)
+
+
+class _Run(bytes):
+    """A run of payload lines that counts how often its newlines are counted."""
+
+    counted = 0
+
+    def count(self, *args: Any) -> int:
+        type(self).counted += 1
+        return super().count(*args)
+
+
+def test_a_double_spaced_payload_counts_each_run_of_lines_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each blank line's number took the newlines of every run before it again: a payload of
+    n lines, each followed by a blank line, cost n²/2 counts (20,000 lines: 19 s to read)."""
+    take = RecordReader._take_payload_run
+    runs: list[_Run] = []
+
+    def counted_run(self: RecordReader) -> bytes:
+        runs.append(_Run(take(self)))
+        return runs[-1]
+
+    monkeypatch.setattr(RecordReader, "_take_payload_run", counted_run)
+    count = 2_000
+    stats = ParseStats()
+    records = list(RecordReader(io.BytesIO(_double_spaced_log(count)), stats))
+    assert [r.payload_lines for r in records] == [count] and records[0].md5_ok
+    assert stats.total_lines == 1 + 2 * count
+    assert len(runs) == count
+    assert _Run.counted <= len(runs)
+
+
+def test_a_double_spaced_payload_names_its_undecodable_line() -> None:
+    """The line number of an undecodable payload line after blank lines is still its own."""
+    stats = ParseStats()
+    records = list(RecordReader(io.BytesIO(_double_spaced_log(50, bad=30)), stats))
+    assert records[0].payload_lines == 49 and records[0].md5_ok
+    # the header is line 1, payload line k (from 0) is line 2 + 2k, its blank line 3 + 2k
+    assert stats.lines_by_reason["not_utf8"] == [2 + 2 * 30]
+
+
+def test_the_cli_build_leaves_what_its_caller_froze_frozen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A caller that froze its objects (a server that forks workers, as Python's documentation
+    advises) found them all unfrozen after a build: ``cli.build`` unfroze everything."""
+    seen: list[int] = []
+
+    def build(path: str, out: Path, **options: Any) -> str:
+        seen.append(gc.get_freeze_count())
+        return "built"
+
+    monkeypatch.setattr(pipeline, "build", build)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        assert cli.build("trace.log", Path("site")) == "built"
+        assert gc.get_freeze_count() == frozen
+        assert seen == [frozen]
+    finally:
+        gc.unfreeze()
