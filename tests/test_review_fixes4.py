@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus import FIXTURE_TRACES
 
 from tlsite import cli
+from tlsite.core import load
+from tlsite.core.analysis.diff import diff_traces
 from tlsite.core.records import RecordReader
+from tlsite.core.render.templating import render_markdown
 from tlsite.core.stats import ParseStats
 from tlsite.mkdocs_plugin import pipeline
 
@@ -45,7 +49,7 @@ def test_a_double_spaced_payload_counts_each_run_of_lines_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each blank line's number took the newlines of every run before it again: a payload of
-    n lines, each followed by a blank line, cost n²/2 counts (20,000 lines: 19 s to read)."""
+    n lines, each followed by a blank line, cost n²/2 counts."""
     take = RecordReader._take_payload_run
     runs: list[_Run] = []
 
@@ -93,3 +97,15 @@ def test_the_cli_build_leaves_what_its_caller_froze_frozen(
         assert seen == [frozen]
     finally:
         gc.unfreeze()
+
+
+def test_diverging_ranks_without_graph_breaks_say_none_not_the_same_zero() -> None:
+    """Two ranks of a real torchrun job, neither with a graph break, read "the same 0 on
+    both" in the landing page's "Diverging ranks compared" table."""
+    logs = sorted(Path(FIXTURE_TRACES, "dtrace_torchrun").glob("*rank_[01]_*.log"))
+    before, after = load(str(logs[0])), load(str(logs[-1]))
+    diff = diff_traces(before, after)
+    assert not diff.graph_breaks.unchanged and not diff.graph_breaks.new
+    markdown = render_markdown("diff_rank_links.md", pairs=[(0, 1, diff)])
+    row = next(line for line in markdown.splitlines() if line.startswith("| [rank 0"))
+    assert row.split(" | ")[2] == "none on either", row
