@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import hashlib
 import io
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +111,62 @@ def test_diverging_ranks_without_graph_breaks_say_none_not_the_same_zero() -> No
     markdown = render_markdown("diff_rank_links.md", pairs=[(0, 1, diff)])
     row = next(line for line in markdown.splitlines() if line.startswith("| [rank 0"))
     assert row.split(" | ")[2] == "none on either", row
+
+
+class _SlowImport:
+    """``tlsite.mkdocs_plugin.pipeline`` for ``cli.build``: the first import of ``build``
+    waits for ``go`` (a first import of MkDocs and the rest takes a while)."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.go = threading.Event()
+        self._first = True
+
+    @property
+    def build(self) -> Any:
+        if self._first:
+            self._first = False
+            self.entered.set()
+            assert self.go.wait(10)
+        return lambda path, out, **options: "built"
+
+
+def test_two_threads_building_at_once_leave_the_garbage_collector_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thread that starts a build while another imports MkDocs (with the collector off)
+    read "off", and turned it off again after the first turned it back on: no collection
+    for the rest of the process."""
+    slow = _SlowImport()
+    monkeypatch.setitem(sys.modules, "tlsite.mkdocs_plugin.pipeline", slow)
+    first = threading.Thread(target=cli.build, args=("a.log", Path("a")))
+    second = threading.Thread(target=cli.build, args=("b.log", Path("b")))
+
+    class Collector:
+        """``gc`` for ``cli``: the second thread's look at the collector lets the first
+        thread finish its import, and waits for it."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(gc, name)
+
+        def isenabled(self) -> bool:
+            enabled = gc.isenabled()
+            if threading.current_thread() is second:
+                slow.go.set()
+                first.join(10)
+            return enabled
+
+    monkeypatch.setattr(cli, "gc", Collector())
+    try:
+        first.start()
+        assert slow.entered.wait(10)
+        second.start()
+        slow.go.wait(0.5)  # the second thread looks now, or (waiting its turn) after the first
+        slow.go.set()
+        first.join(10)
+        second.join(10)
+        assert not first.is_alive() and not second.is_alive()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
