@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import io
+import json
 import sys
 import threading
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from corpus import FIXTURE_TRACES
 
 from tlsite import cli
-from tlsite.core import load
+from tlsite.core import handlers, load
 from tlsite.core.analysis.diff import diff_traces
 from tlsite.core.records import RecordReader
 from tlsite.core.render.templating import render_markdown
@@ -170,3 +171,19 @@ def test_two_threads_building_at_once_leave_the_garbage_collector_on(
         assert gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+def test_long_chromium_event_names_are_read_but_not_kept_for_the_process() -> None:
+    """Event names were kept in a process-wide cache of a thousand, however long: a hostile
+    log's names of megabytes each stayed in memory after its build."""
+    handlers._event_name.cache_clear()
+    names = [f"event {n} " + "x" * 1_000 for n in range(20)]
+    for name in names:
+        text = json.dumps({"name": name, "ts": 1, "args": {}, "ph": "B"})
+        assert handlers._phase_mark(text) == (True, name)
+    assert handlers._event_name.cache_info().currsize == 0
+    assert handlers._phase_mark('{"name": "inductor_compile", "ph": "E"}') == (
+        False,
+        "inductor_compile",
+    )
+    assert handlers._event_name.cache_info().currsize == 1
