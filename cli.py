@@ -15,6 +15,7 @@ import argparse
 import gc
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -522,19 +523,26 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     return _strict_code(args, outcome)
 
 
+#: Held while :func:`build` imports with the garbage collector off.
+_IMPORTING = threading.Lock()
+
+
 def build(path: str, out: Path, **options: Any) -> BuildOutcome:
     """:func:`tlsite.mkdocs_plugin.pipeline.build` (imported when first called: MkDocs takes
     a while to import, and ``tlsite --version`` or ``serve`` need none of it)."""
     # What importing MkDocs and the rest makes (modules, classes, functions) lives as long
     # as the process: the garbage collector's passes would find nothing to free in it, so
     # none runs while it is made, and frozen, the full passes during the build skip it.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
-    finally:
-        if collecting:
-            gc.enable()
+    with _IMPORTING:  # one thread at a time: another would find the collector off, and keep it so
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            from tlsite.mkdocs_plugin.pipeline import build as build_pipeline
+        finally:
+            if collecting:
+                gc.enable()
+    if gc.get_freeze_count():  # the caller froze what it has: unfreezing would thaw that too
+        return build_pipeline(path, out, **options)
     gc.freeze()
     try:
         return build_pipeline(path, out, **options)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-_FIELDS = ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
+#: The envelope keys of a compile id, in the order of its fields.
+FIELDS = ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
 
 
 @dataclass(frozen=True, order=True)
@@ -25,7 +26,7 @@ class CompileId:
     def from_envelope(cls, envelope: dict[str, Any]) -> CompileId | None:
         """Read the id from an envelope; ``None`` when a field is present but malformed."""
         values: list[int | None] = []
-        for name in _FIELDS:
+        for name in FIELDS:
             value = envelope.get(name)
             if value is None:
                 values.append(None)

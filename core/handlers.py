@@ -334,13 +334,21 @@ def _phase_mark(text: str) -> tuple[bool, str] | None:
     name = _NAME.search(text) if phase else None
     if phase is None or name is None:
         return None
-    value = _event_name(name.group(1))
+    quoted = name.group(1)
+    # a log names a few dozen events, with short names: a long one is not kept (a hostile
+    # log's thousand names of megabytes each would stay in memory for the process)
+    read = _event_name if len(quoted) <= _MAX_CACHED_NAME else _event_name.__wrapped__
+    value = read(quoted)
     return None if value is None else (phase.group(1) == "B", value)
+
+
+#: Longest event name (JSON-quoted) :func:`_event_name` keeps.
+_MAX_CACHED_NAME = 200
 
 
 @functools.lru_cache(maxsize=1024)
 def _event_name(quoted: str) -> str | None:
-    """A chromium event's name from its JSON string (a log names a few dozen events)."""
+    """A chromium event's name from its JSON string (decoded once per name)."""
     try:
         return str(json.loads(quoted))
     except ValueError:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from .compile_id import CompileId
+from .compile_id import FIELDS, CompileId
 from .frames import InternTable
 from .stats import ParseStats, shorten_line
 
@@ -60,8 +60,7 @@ MAX_COMPILE_ID = 2**63 - 1
 MAX_STRING_ID = 1 << 20
 #: Compile ids the reader keeps to hand out again at most (see ``RecordReader._compile_id``).
 MAX_KNOWN_IDS = 4096
-#: The envelope keys of a compile id, and the types of their values an id may have.
-_ID_FIELDS = ("compiled_autograd_id", "frame_id", "frame_compile_id", "attempt")
+#: The types of the values of a compile id's keys (``compile_id.FIELDS``) an id may have.
 _ID_TYPES = frozenset({int, type(None)})
 #: Longest thread id or line number in a glog header (a u64 has 20 digits).
 _MAX_HEADER_DIGITS = 20
@@ -461,7 +460,7 @@ class RecordReader:
             self.stats.find(
                 "bad_compile_id",
                 lineno,
-                repr({k: envelope.get(k) for k in _ID_FIELDS}),
+                repr({k: envelope.get(k) for k in FIELDS}),
             )
         return Record(
             lineno,
@@ -474,7 +473,7 @@ class RecordReader:
     def _compile_id(self, envelope: dict[str, Any]) -> CompileId | None:
         """The envelope's compile id: one object per distinct id (a log has a few, named by
         thousands of records), so the model keeps, hashes and compares one each."""
-        key = tuple(map(envelope.get, _ID_FIELDS))
+        key = tuple(map(envelope.get, FIELDS))
         # only plain whole numbers are looked up: True and 1.0 equal 1 as keys, but are not ids
         if set(map(type, key)) <= _ID_TYPES:
             known = self._compile_ids.get(key)
@@ -494,6 +493,7 @@ class RecordReader:
         """Consume the TAB lines after a header (blank lines between them are dropped)."""
         runs: list[bytes] = []
         blank_lines: list[int] = []
+        before = counted = 0  # payload lines before the last blank line, in runs[:counted]
         while True:
             head = self._buf[self._pos : self._pos + 1] or self._peek()
             if head == b"\t":
@@ -501,7 +501,10 @@ class RecordReader:
             elif head in (b"\n", b"\r") and self._blank_line_follows():
                 self._next_line()
                 # the payload lines are counted once joined: add those before the blank line
-                blank_lines.append(self._lineno + sum(run.count(b"\n") for run in runs))
+                # (each run once: a payload of lines each followed by a blank line has many)
+                before += sum(run.count(b"\n") for run in runs[counted:])
+                counted = len(runs)
+                blank_lines.append(self._lineno + before)
             else:
                 break
         self.stats.read("blank", len(blank_lines))
