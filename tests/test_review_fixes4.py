@@ -21,6 +21,7 @@ from tlsite.core.records import RecordReader
 from tlsite.core.render.templating import render_markdown
 from tlsite.core.stats import ParseStats
 from tlsite.mkdocs_plugin import pipeline
+from tlsite.mkdocs_plugin.diff_build import MAX_VERDICT_FINDINGS
 
 
 def _double_spaced_log(count: int, bad: int | None = None) -> bytes:
@@ -109,7 +110,9 @@ def test_diverging_ranks_without_graph_breaks_say_none_not_the_same_zero() -> No
     before, after = load(str(logs[0])), load(str(logs[-1]))
     diff = diff_traces(before, after)
     assert not diff.graph_breaks.unchanged and not diff.graph_breaks.new
-    markdown = render_markdown("diff_rank_links.md", pairs=[(0, 1, diff)])
+    markdown = render_markdown(
+        "diff_rank_links.md", pairs=[(0, 1, diff)], left_out=[], max_findings=MAX_VERDICT_FINDINGS
+    )
     row = next(line for line in markdown.splitlines() if line.startswith("| [rank 0"))
     assert row.split(" | ")[2] == "none on either", row
 
