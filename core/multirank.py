@@ -207,12 +207,19 @@ def _folder(artifact: Artifact, unit: CompileUnit) -> str:
 _SOURCE_COMMENT = re.compile(r"\s{2,}#")
 
 
+#: A guard longer than this is cut on the landing page (one per rank's extra compile id: a
+#: trace's megabyte-long guard would otherwise repeat there for every rank that logged it).
+GUARD_LINE_MAX = 300
+
+
 def _guard_line(reason: Any) -> str | None:
     """The failed guard of a ``recompile_reason``: its first line, without the source comment
-    and user stack torch appends (the rank's compile page shows those)."""
+    and user stack torch appends (the rank's compile page shows those), cut to
+    :data:`GUARD_LINE_MAX` characters."""
     if not isinstance(reason, str) or not reason.strip():
         return None
-    return _SOURCE_COMMENT.split(reason.strip().splitlines()[0], maxsplit=1)[0].rstrip()
+    line = _SOURCE_COMMENT.split(reason.strip().splitlines()[0], maxsplit=1)[0].rstrip()
+    return line if len(line) <= GUARD_LINE_MAX else line[: GUARD_LINE_MAX - 1] + "…"
 
 
 def _frame_compile(unit: CompileUnit) -> tuple[int | None, ...]:

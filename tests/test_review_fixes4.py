@@ -15,7 +15,7 @@ import pytest
 from corpus import FIXTURE_TRACES
 
 from tlsite import cli
-from tlsite.core import handlers, load
+from tlsite.core import handlers, load, multirank
 from tlsite.core.analysis.diff import diff_traces
 from tlsite.core.records import RecordReader
 from tlsite.core.render.templating import render_markdown
@@ -190,3 +190,12 @@ def test_long_chromium_event_names_are_read_but_not_kept_for_the_process() -> No
         "inductor_compile",
     )
     assert handlers._event_name.cache_info().currsize == 1
+
+
+def test_a_megabyte_guard_is_cut_where_the_landing_page_names_it() -> None:
+    """The landing page names the failed guard of each rank's extra compile id; a trace's
+    guard of a megabyte (a hostile or generated one) is cut there, a real one kept whole."""
+    real = "tensor 'args[0]' size mismatch at index 0. expected 8, actual 5"
+    assert multirank._guard_line(f"0/0: {real}   # x = f(y)\n  File ...") == f"0/0: {real}"
+    cut = multirank._guard_line("0/0: L['x'] == " + "7" * 1_000_000)
+    assert cut is not None and len(cut) == multirank.GUARD_LINE_MAX and cut.endswith("…")
