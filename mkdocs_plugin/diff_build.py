@@ -109,10 +109,10 @@ def build_rank_diffs(
     export_mode: bool | None = None,
     redactor: Redactor | None = None,
 ) -> str:
-    """Write ``diff_<a>_<b>/`` for each diverging pair of ranks (their logs read again, one
-    pair at a time, up to :data:`MAX_RANK_DIFF_BYTES`); returns the landing page's section
-    linking them ("" when none). ``redactor``: the one the logs are read through, whose
-    stats keep describing the ranks' own pass.
+    """Write ``diff_<a>_<b>/`` for each diverging pair of ranks (their logs read again, pairs
+    up to :data:`MAX_RANK_DIFF_BYTES`); returns the landing page's section linking them (""
+    when none). ``redactor``: the one the logs are read through, whose stats keep describing
+    the ranks' own pass.
 
     The pairs share ranks (the largest group's first rank is in each pair with another
     group): a rank's log is read once, and its model kept only while a later pair needs it.
