@@ -113,20 +113,23 @@ def build_rank_diffs(
     export_mode: bool | None = None,
     redactor: Redactor | None = None,
 ) -> str:
-    """Write ``diff_<a>_<b>/`` for each diverging pair of ranks (their logs read again, one
-    pair at a time, up to :data:`MAX_RANK_DIFFS` pairs and :data:`MAX_RANK_DIFF_BYTES`);
-    returns the landing page's section linking them and naming the pairs left out ("" when
-    the ranks did not diverge). ``redactor``: the one the logs are read through, whose stats
-    keep describing the ranks' own pass."""
+    """Write ``diff_<a>_<b>/`` for each diverging pair of ranks (their logs read again, up to
+    :data:`MAX_RANK_DIFFS` pairs and :data:`MAX_RANK_DIFF_BYTES`); returns the landing page's
+    section linking them and naming the pairs left out ("" when the ranks did not diverge).
+    ``redactor``: the one the logs are read through, whose stats keep describing the ranks'
+    own pass.
+
+    The pairs share ranks (the largest group's first rank is in each pair with another
+    group): a rank's log is read once, and its model kept only while a later pair needs it.
+    """
     logs = {log.rank: log for log in resolved.logs}
-    made = []
+    pairs: list[tuple[int, int]] = []
     left_out: list[tuple[int, int, str]] = []
     budget = MAX_RANK_DIFF_BYTES
-    kept = redactor.stats if redactor is not None else None
     for a, b in diverging_pairs(report):
         if a not in logs or b not in logs:
             continue
-        if len(made) == MAX_RANK_DIFFS:
+        if len(pairs) == MAX_RANK_DIFFS:
             left_out.append((a, b, f"at most {MAX_RANK_DIFFS} comparisons are built"))
             continue
         size = (logs[a].size_hint or 0) + (logs[b].size_hint or 0)
@@ -135,19 +138,27 @@ def build_rank_diffs(
             left_out.append((a, b, f"the logs read again for comparisons stay under {mib} MiB"))
             continue
         budget -= size
-        traces: list[Trace] = []
-        try:
+        pairs.append((a, b))
+    made = []
+    kept = redactor.stats if redactor is not None else None
+    traces: dict[int, Trace] = {}
+    try:
+        for index, (a, b) in enumerate(pairs):
             for rank in (a, b):
-                traces.append(load_source(logs[rank], export_mode=export_mode))
-            if any(t.stats.not_a_trace() for t in traces):
+                if rank not in traces:
+                    traces[rank] = load_source(logs[rank], export_mode=export_mode)
+            if traces[a].stats.not_a_trace() or traces[b].stats.not_a_trace():
                 left_out.append((a, b, "a log is not a trace"))
-                continue
-            diff = diff_traces(traces[0], traces[1])
-            build_diff_site(diff, site_dir / f"diff_{a}_{b}", in_job=True)
-        finally:
-            for trace in traces:
-                trace.close()
-        made.append((a, b, diff))
+            else:
+                diff = diff_traces(traces[a], traces[b])
+                build_diff_site(diff, site_dir / f"diff_{a}_{b}", in_job=True)
+                made.append((a, b, diff))
+            later = {rank for pair in pairs[index + 1 :] for rank in pair}
+            for rank in [r for r in traces if r not in later]:
+                traces.pop(rank).close()
+    finally:
+        for trace in traces.values():
+            trace.close()
     if redactor is not None and kept is not None:
         redactor.stats = kept
     if not made and not left_out:

@@ -227,12 +227,41 @@ def build_site(
 
 
 class _ThemeLoader(jinja2.FileSystemLoader):
-    """The theme's templates, listed without the files in hidden folders.
+    """The theme's templates, listed without the files in hidden folders, and each read and
+    compiled once per process.
 
     MkDocs lists every file of the theme to copy the static ones into the site, and leaves
     out those in hidden folders by matching each name against its patterns; Material's
     ``.icons`` folder holds some 14,000 SVG files, which it walked and matched on every build.
+
+    Every build makes a new environment, whose templates (Material's page template and its
+    thirty-odd partials) were each found, read, hashed and unmarshalled from the bytecode
+    cache again: a job builds a site per rank, several in one process. The compiled code is
+    kept by template name for the theme's folders (templates do not change during a build:
+    the environments do not reload them), as Jinja's bytecode cache keeps it by name and
+    source; each environment still makes its own template objects from it.
     """
+
+    def load(
+        self, environment: jinja2.Environment, name: str, globals: Any = None
+    ) -> jinja2.Template:
+        key = (tuple(self.searchpath), name)
+        found = _COMPILED.get(key)
+        if found is None:
+            source, filename, uptodate = self.get_source(environment, name)
+            cache = environment.bytecode_cache
+            bucket = cache.get_bucket(environment, name, filename, source) if cache else None
+            code = bucket.code if bucket is not None else None
+            if code is None:
+                code = environment.compile(source, name, filename)
+                if cache is not None and bucket is not None:
+                    bucket.code = code
+                    cache.set_bucket(bucket)
+            found = _COMPILED[key] = (code, uptodate)
+        code, uptodate = found
+        if globals is None:
+            globals = {}
+        return environment.template_class.from_code(environment, code, globals, uptodate)
 
     def list_templates(self) -> list[str]:
         found = set()
@@ -244,6 +273,8 @@ class _ThemeLoader(jinja2.FileSystemLoader):
         return sorted(found)
 
 
+#: The theme's compiled templates per (theme folders, name): see :class:`_ThemeLoader`.
+_COMPILED: dict[tuple[tuple[str, ...], str], tuple[Any, Any]] = {}
 #: The theme's static files per (theme folders, static templates): MkDocs lists them by walking
 #: Material's folders (its 14,000 icon files included) in every build.
 _THEME_FILES: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}

@@ -1,0 +1,132 @@
+"""A real 16-rank DDP job built with less work per job, the same site (issue #19).
+
+``tests/fixtures/traces/ddp16/ddp16.7z`` is a real torch 2.13 DDP job whose ranks diverged, so
+its site has comparison sites of rank pairs (``diff_<a>_<b>/``) besides a report per rank.
+Checked here: a rank in several pairs is read once for all of them, and the sites are the same
+bytes as when every pair read its ranks again; a process that builds several sites (a job's
+ranks, its comparison sites) reads and compiles the theme's templates once.
+
+With ``TLSITE_BASE_REV`` set to a revision of this repository, the slow test also builds the
+job with that revision and checks that the site and the zip are the same, file for file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from corpus import FIXTURE_TRACES, PROJECT_ROOT
+
+from tlsite.core import load_source, resolve_input
+from tlsite.core.analysis.diff import diff_traces
+from tlsite.mkdocs_plugin import diff_build, site_config
+from tlsite.mkdocs_plugin.diff_build import build_diff_site, build_rank_diffs
+
+JOB = FIXTURE_TRACES / "ddp16" / "ddp16.7z"
+#: Pairs sharing ranks, as a job whose largest group's first rank is compared with several
+#: other groups gets them (rank 6 is in three pairs, rank 0 in two).
+PAIRS = [(0, 3), (6, 0), (6, 1), (6, 5)]
+TIMEOUT_S = 600
+
+
+def _tree(site: Path) -> dict[str, bytes]:
+    return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def job():
+    with resolve_input(str(JOB)) as resolved:
+        yield resolved
+
+
+@pytest.mark.slow
+def test_a_rank_in_several_pairs_is_read_once_and_the_sites_are_the_same(
+    job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs = {log.rank: log for log in job.logs}
+    # every pair read afresh, as each pair's site was built before
+    fresh = tmp_path / "fresh"
+    for a, b in PAIRS:
+        before, after = load_source(logs[a]), load_source(logs[b])
+        try:
+            build_diff_site(diff_traces(before, after), fresh / f"diff_{a}_{b}", in_job=True)
+        finally:
+            before.close()
+            after.close()
+    read: Counter[int] = Counter()
+
+    def counted(source, **options):
+        read[source.rank] += 1
+        return load_source(source, **options)
+
+    monkeypatch.setattr(diff_build, "diverging_pairs", lambda report: list(PAIRS))
+    monkeypatch.setattr(diff_build, "load_source", counted)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    links = build_rank_diffs(job, report=None, site_dir=shared)  # type: ignore[arg-type]
+    assert read == {rank: 1 for pair in PAIRS for rank in pair}
+    assert all(f"diff_{a}_{b}/index.html" in links for a, b in PAIRS)
+    assert _tree(shared) == _tree(fresh)
+
+
+@pytest.mark.slow
+def test_a_second_site_in_the_process_compiles_no_theme_template(
+    job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs = {log.rank: log for log in job.logs}
+    before, after = load_source(logs[0]), load_source(logs[3])
+    try:
+        diff = diff_traces(before, after)
+        monkeypatch.setattr(site_config, "_COMPILED", {})
+        build_diff_site(diff, tmp_path / "first", in_job=True)
+        found: list[str] = []
+        get_source = site_config._ThemeLoader.get_source
+
+        def counted(self, environment, name):
+            found.append(name)
+            return get_source(self, environment, name)
+
+        monkeypatch.setattr(site_config._ThemeLoader, "get_source", counted)
+        build_diff_site(diff, tmp_path / "second", in_job=True)
+    finally:
+        before.close()
+        after.close()
+    assert found == []  # every template of the page came compiled from the first site
+    assert _tree(tmp_path / "second") == _tree(tmp_path / "first")
+
+
+def _build(out: Path, pythonpath: Path) -> Path:
+    command = [sys.executable, "-m", "tlsite", "build", str(JOB), "-o", str(out)]
+    command += ["--no-browser", "--quiet"]
+    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    subprocess.run(command, check=True, timeout=TIMEOUT_S, env=env, stdout=subprocess.DEVNULL)
+    return out
+
+
+def _entries(archive: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(archive) as bundle:
+        return {name.split("/", 1)[1]: bundle.read(name) for name in bundle.namelist()}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("TLSITE_BASE_REV"), reason="TLSITE_BASE_REV not set")
+def test_the_real_jobs_site_and_zip_are_the_base_revisions(tmp_path: Path) -> None:
+    base = tmp_path / "base" / "tlsite"
+    base.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(PROJECT_ROOT), "archive", os.environ["TLSITE_BASE_REV"]],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    ours = _build(tmp_path / "new" / "site", PROJECT_ROOT.parent)
+    theirs = _build(tmp_path / "old" / "site", base.parent)
+    ours_files, their_files = _tree(ours), _tree(theirs)
+    assert ours_files.keys() == their_files.keys()
+    assert [name for name in ours_files if ours_files[name] != their_files[name]] == []
+    assert _entries(ours.with_name("site.zip")) == _entries(theirs.with_name("site.zip"))
