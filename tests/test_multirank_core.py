@@ -721,33 +721,22 @@ def synthetic_ranks(count: int, compile_ids: int = 300) -> list[RankSummary]:
     return ranks
 
 
-def measure(ranks: list[RankSummary]) -> tuple[float, int, int]:
-    """Best-of-three seconds, peak traced bytes, and landing size for analyse + render."""
-    best = float("inf")
-    for _ in range(3):
-        started = time.perf_counter()
-        md = render_landing(dv.analyse(ranks))
-        best = min(best, time.perf_counter() - started)
+def measure(ranks: list[RankSummary]) -> tuple[int, int]:
+    """Peak traced bytes and landing size for analyse + render (time is the benchmarks' to
+    measure: bench/multirank_bench.py)."""
     tracemalloc.start()
-    render_landing(dv.analyse(ranks))
+    md = render_landing(dv.analyse(ranks))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return best, peak, len(md)
+    return peak, len(md)
 
 
 @pytest.mark.slow
 def test_analysis_and_landing_grow_linearly_with_ranks() -> None:
     figures = {n: measure(synthetic_ranks(n)) for n in (8, 16, 32, 64)}
-    print()
-    for n, (seconds, peak, size) in figures.items():
-        print(
-            f"{n:3d} ranks × 300 compile ids: {seconds * 1e3:7.1f} ms, "
-            f"peak {peak / 1e6:5.1f} MB, landing {size / 1e3:5.1f} KB"
-        )
-    t8, m8, s8 = figures[8]
-    t64, m64, s64 = figures[64]
-    assert t64 < 8 * t8 * 2  # 8× the ranks: about 8× the time (2× slack for noise)
-    assert m64 < 8 * m8 * 1.5
+    m8, s8 = figures[8]
+    m64, s64 = figures[64]
+    assert m64 < 8 * m8 * 1.5  # 8× the ranks: about 8× the memory at most
     # the page lists ranks and groups, never ranks × compile ids: ≤ 1 KB more per extra rank
     assert s64 - s8 < 56 * 1_000
     assert s64 < 120_000
