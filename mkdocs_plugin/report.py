@@ -30,7 +30,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import nest_paths
 
 from tlsite.core.model import Trace
-from tlsite.core.render.compat import CompatWriter
+from tlsite.core.render.compat import CompatWriter, LaterFiles
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.page import Block, insert_parts
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
@@ -104,6 +104,8 @@ class ReportPages:
         self._report_uris: set[str] = set()  # the report's pages, in a site with others
         self._auto_nav = False
         self._last_page: str | None = None
+        self._later: LaterFiles | None = None  # the tlparse files still being written
+        self._pages_written: list[str] = []  # pages on disk, named after the tlparse files
 
     @property
     def trace(self) -> Trace:
@@ -257,6 +259,7 @@ class ReportPages:
     # -- the end ----------------------------------------------------------------------------
     def on_post_build(self, config: MkDocsConfig) -> None:
         self._page_written(None)
+        self._forward_compat(wait=True)
         self._write_code_index(config)
 
     def _write_code_index(self, config: MkDocsConfig) -> None:
@@ -277,8 +280,12 @@ class ReportPages:
             out.write(report.code_index.javascript())
         self._files_written(config.site_dir, [CODE_INDEX])
 
-    def _write_compat(self, config: MkDocsConfig) -> None:
-        """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
+    def _write_compat(self, config: MkDocsConfig, *, later: bool = False) -> None:
+        """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...).
+
+        ``later``: the files whose bytes are in the store are written by a thread while the
+        pages are (see :class:`LaterFiles`); :meth:`_forward_compat` names them in order,
+        and :meth:`on_post_build` waits for the last one."""
         out = Path(config.site_dir) / self.prefix
         on_file, folder = self._on_file, str(out)
 
@@ -287,7 +294,27 @@ class ReportPages:
                 on_file(os.path.join(folder, path))
 
         trace = self.trace  # loads the raw log too
-        CompatWriter(trace, out, raw_log=self._raw_log, on_written=written).write_all()
+        files = LaterFiles(trace.store.pack_file, folder) if later else None
+        CompatWriter(trace, out, raw_log=self._raw_log, on_written=written, later=files).write_all()
+        if files is not None:
+            trace.store.flush()  # all the thread reads, before it starts
+            self._later = files
+            files.start()
+
+    def _forward_compat(self, *, wait: bool = False) -> None:
+        """Name the tlparse files the thread has written so far, then (once it has written
+        them all) the pages written meanwhile: the same order, whatever the timing.
+        ``wait``: for the last file, raising what the thread met."""
+        later = self._later
+        if later is None:
+            return
+        if wait:
+            later.finish()
+        self._files_written(later.out, later.take_written())
+        if later.done == len(later.paths):
+            self._later = None
+            self._files_written("", self._pages_written)
+            self._pages_written = []
 
     def _files_written(self, out: str, written: list[str]) -> None:
         if self._on_file is not None:
@@ -297,11 +324,19 @@ class ReportPages:
     def _page_written(self, page: str | None) -> None:
         """The previous page is on disk by now; ``page`` will be once MkDocs writes it."""
         if self._on_file is not None and self._last_page is not None:
-            self._on_file(self._last_page)
+            self._forward_compat()
+            if self._later is None:
+                self._on_file(self._last_page)
+            else:
+                self._pages_written.append(self._last_page)
         self._last_page = page
 
     def release(self) -> None:
-        """Stop the highlight workers (the build is over either way)."""
+        """Stop the highlight workers and the tlparse files' thread (the build is over
+        either way)."""
+        if self._later is not None:
+            self._later.stop()
+            self._later = None
         if self._highlighter is not None:
             self._highlighter.close()
             self._highlighter = None
@@ -316,7 +351,7 @@ class OwnSite(ReportPages):
 
     def _before_pages(self, files: Files, config: MkDocsConfig) -> None:
         # first, so that a zip bundle written meanwhile has them to compress at once
-        self._write_compat(config)
+        self._write_compat(config, later=True)
         self._index_search(config)
         drop_unread_theme_files(files, config)
 

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from ..analysis.views import guard_codes
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
 from ..records import loads_bounded
 from ..source import LogSource
+from ..store import PayloadRef
 from .templating import render
 
 
@@ -106,6 +108,80 @@ def unit_page_href(unit: CompileUnit, *, depth: int) -> str:
     return "../" * depth + f"{unit.dirname}/index.html"
 
 
+class LaterFiles:
+    """Files whose bytes are in the store, written in order by a thread of their own.
+
+    Creating a file costs the kernel far more than the bytes in it, and Python lets other
+    threads run meanwhile: a storm's tlparse files (one per artifact) are written on the
+    other core while this thread renders pages. The thread is safe because it shares no
+    mutable state: the list of files is complete before it starts, it reads the pack through
+    a handle of its own and only what was flushed before it started (the store may append
+    meanwhile), and it hands back only a count of the files written so far, which the
+    caller turns into names in list order (so the files reach a zip bundle in that order
+    whatever the timing). A path with no bytes (``None``) was written before the thread
+    started and is only counted, in its place.
+    """
+
+    def __init__(self, pack_file: str, out: str) -> None:
+        self._pack_file = pack_file
+        self.out = out
+        self.paths: list[str] = []
+        self._refs: list[PayloadRef | None] = []
+        self.done = 0  #: how many of ``paths`` are on disk (only the thread writes it)
+        self._taken = 0
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tlsite-compat", daemon=True)
+
+    def add(self, path: str, ref: PayloadRef | None) -> None:
+        self.paths.append(path)
+        self._refs.append(ref)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        folders: set[str] = set()
+        try:
+            with open(self._pack_file, "rb") as pack:
+                for index, ref in enumerate(self._refs):
+                    if self._stop.is_set():
+                        return
+                    if ref is not None:
+                        dest = os.path.join(self.out, self.paths[index])
+                        folder = os.path.dirname(dest)
+                        if folder not in folders:
+                            os.makedirs(folder, exist_ok=True)
+                            folders.add(folder)
+                        pack.seek(ref.offset)
+                        data = pack.read(ref.size)
+                        with open(dest, "wb") as target:
+                            target.write(data)
+                    self.done = index + 1
+        except BaseException as error:  # raised again by finish(), in the caller's thread
+            self._error = error
+
+    def take_written(self) -> list[str]:
+        """The paths written since the last call, in list order (none after a failure)."""
+        if self._error is not None:
+            return []
+        done = self.done
+        taken, self._taken = self.paths[self._taken : done], done
+        return taken
+
+    def finish(self) -> None:
+        """Wait for the last file; raise what the thread met."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        """Stop after the file being written (the build failed or was interrupted)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
 @dataclass
 class CompatWriter:
     """Writes the compatible outputs of one trace into ``out``."""
@@ -117,11 +193,16 @@ class CompatWriter:
     #: ``written`` (a path per artifact: a compile may have hundreds of thousands)
     on_written: Callable[[str], None] | None = None
     written: list[str] = field(default_factory=list)
+    #: with it, the files whose bytes are in the store are listed in it, not written, and
+    #: every other file's path too, in its place (see :class:`LaterFiles`)
+    later: LaterFiles | None = None
     #: folders made so far (a storm's compile folders take many files each)
     _folders: set[str] = field(default_factory=set, init=False, repr=False)
 
     def _wrote(self, path: str) -> None:
-        if self.on_written is None:
+        if self.later is not None:
+            self.later.add(path, None)
+        elif self.on_written is None:
             self.written.append(path)
         else:
             self.on_written(path)
@@ -134,8 +215,7 @@ class CompatWriter:
         if self.trace.loose_payloads:
             os.makedirs(os.path.join(self.out, "payloads"), exist_ok=True)
         for key, ref in self.trace.loose_payloads.items():
-            self.trace.store.copy_to(ref, os.path.join(self.out, "payloads", f"{key}.txt"))
-            self._wrote(f"payloads/{key}.txt")
+            self._copy(ref, f"payloads/{key}.txt")
         self._write_provenance_aliases()
         self._write_raw_jsonl()
         self._write_compile_directory()
@@ -155,29 +235,45 @@ class CompatWriter:
 
     # -- artifacts --------------------------------------------------------------------------
     def _write_artifact(self, unit: CompileUnit, artifact: Artifact) -> None:
-        if artifact.path is None:
+        path = artifact.path
+        if path is None:
             return
-        # paths as text: a Path apiece interned the name of every one of thousands of files
-        dest = os.path.join(self.out, artifact.path)
-        folder = os.path.dirname(dest)
-        if folder not in self._folders:
-            os.makedirs(folder, exist_ok=True)
-            self._folders.add(folder)
+        if self.later is None:
+            # paths as text: a Path apiece interned the name of every one of thousands of files
+            folder = os.path.dirname(os.path.join(self.out, path))
+            if folder not in self._folders:
+                os.makedirs(folder, exist_ok=True)
+                self._folders.add(folder)
+        store = self.trace.store
         if artifact.body == BODY_PAYLOAD and artifact.payload is not None:
-            self.trace.store.copy_to(artifact.payload, dest)
+            self._copy(artifact.payload, path)
         elif artifact.body == BODY_PAYLOAD:
-            _write_text(dest, "")
+            self._text(path, "")
         elif artifact.body == BODY_JSON and artifact.payload is not None:
-            self.trace.store.copy_to(self.trace.store.derived(artifact.payload, pretty_json), dest)
+            self._copy(store.derived(artifact.payload, pretty_json), path)
         elif artifact.body == BODY_JSON:
-            _write_text(dest, pretty_json(""))
+            self._text(path, pretty_json(""))
         elif artifact.body == BODY_PAGE:
-            _write_text(dest, self._page(unit, artifact))
-        self._wrote(artifact.path)
+            self._text(path, self._page(unit, artifact))
+        else:
+            self._wrote(path)
         if artifact.readable_path:
-            readable = self._readable_page(unit, artifact)
-            _write_text(os.path.join(self.out, artifact.readable_path), readable)
-            self._wrote(artifact.readable_path)
+            self._text(artifact.readable_path, self._readable_page(unit, artifact))
+
+    def _copy(self, ref: PayloadRef, path: str) -> None:
+        """Write the payload to ``path`` in the output, or list it for :attr:`later`."""
+        if self.later is not None:
+            self.later.add(path, ref)
+        else:
+            self.trace.store.copy_to(ref, os.path.join(self.out, path))
+            self._wrote(path)
+
+    def _text(self, path: str, text: str) -> None:
+        if self.later is not None:
+            self.later.add(path, self.trace.store.put(text))
+        else:
+            _write_text(os.path.join(self.out, path), text)
+            self._wrote(path)
 
     @staticmethod
     def _context(unit: CompileUnit, artifact: Artifact, path: str, title: str) -> dict[str, Any]:
@@ -262,8 +358,7 @@ class CompatWriter:
                     "note": note,
                 },
             )
-            _write_text(os.path.join(self.out, path), page)
-            self._wrote(path)
+            self._text(path, page)
 
     # -- whole-trace files ------------------------------------------------------------------
     def _write_raw_jsonl(self) -> None:
