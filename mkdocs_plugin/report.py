@@ -294,7 +294,8 @@ class ReportPages:
                 on_file(os.path.join(folder, path))
 
         trace = self.trace  # loads the raw log too
-        files = LaterFiles(trace.store.pack_file, folder) if later else None
+        listing = trace.store.spill_path("later-files")
+        files = LaterFiles(trace.store.pack_file, folder, listing) if later else None
         CompatWriter(trace, out, raw_log=self._raw_log, on_written=written, later=files).write_all()
         if files is not None:
             trace.store.flush()  # all the thread reads, before it starts
@@ -311,7 +312,7 @@ class ReportPages:
         if wait:
             later.finish()
         self._files_written(later.out, later.take_written())
-        if later.done == len(later.paths):
+        if later.all_named:
             self._later = None
             self._files_written("", self._pages_written)
             self._pages_written = []

@@ -44,14 +44,14 @@ def test_files_written_later_are_the_files_written_at_once(log: Path, tmp_path: 
     try:
         now = CompatWriter(trace, tmp_path / "now", raw_log=log)
         named_now = now.write_all()
-        files = LaterFiles(trace.store.pack_file, str(tmp_path / "later"))
+        listing = tmp_path / "listing"
+        files = LaterFiles(trace.store.pack_file, str(tmp_path / "later"), listing)
         CompatWriter(trace, tmp_path / "later", raw_log=log, later=files).write_all()
         trace.store.flush()
         files.start()
         files.finish()
     finally:
         trace.close()
-    assert files.paths == named_now
     assert files.take_written() == named_now
     now_files, later_files = _tree(tmp_path / "now"), _tree(tmp_path / "later")
     assert sorted(later_files) == sorted(now_files)

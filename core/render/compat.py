@@ -9,6 +9,7 @@ self-contained HTML pages at the same paths, linking to the full report page.
 from __future__ import annotations
 
 import json
+import marshal
 import math
 import os
 import shutil
@@ -16,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..analysis.provenance import fx_cache_hit_key, parse_kernel_stack_traces, shared_provenance
 from ..analysis.views import guard_codes
@@ -118,55 +119,75 @@ class LaterFiles:
     a handle of its own and only what was flushed before it started (the store may append
     meanwhile), and it hands back only a count of the files written so far, which the
     caller turns into names in list order (so the files reach a zip bundle in that order
-    whatever the timing). A path with no bytes (``None``) was written before the thread
-    started and is only counted, in its place.
+    whatever the timing). A path with no bytes (``ref`` None) was written before the thread
+    started and is only counted, in its place. The list waits in ``listing`` (a scratch
+    file), not in memory: a trace may have hundreds of thousands of artifacts.
     """
 
-    def __init__(self, pack_file: str, out: str) -> None:
+    def __init__(self, pack_file: str, out: str, listing: Path) -> None:
         self._pack_file = pack_file
         self.out = out
-        self.paths: list[str] = []
-        self._refs: list[PayloadRef | None] = []
-        self.done = 0  #: how many of ``paths`` are on disk (only the thread writes it)
+        self._listing = listing
+        self._writer: BinaryIO | None = open(listing, "wb")  # noqa: SIM115
+        self._reader: BinaryIO | None = None  # the names handed back, see take_written
+        self.count = 0  #: how many paths are listed
+        self.done = 0  #: how many of them are on disk (only the thread writes it)
         self._taken = 0
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tlsite-compat", daemon=True)
 
     def add(self, path: str, ref: PayloadRef | None) -> None:
-        self.paths.append(path)
-        self._refs.append(ref)
+        assert self._writer is not None, "the thread has started"
+        offset, size = (ref.offset, ref.size) if ref is not None else (-1, 0)
+        marshal.dump((path, offset, size), self._writer)
+        self.count += 1
 
     def start(self) -> None:
+        assert self._writer is not None, "started once"
+        self._writer.close()
+        self._writer = None
         self._thread.start()
 
     def _run(self) -> None:
         folders: set[str] = set()
         try:
-            with open(self._pack_file, "rb") as pack:
-                for index, ref in enumerate(self._refs):
+            with open(self._listing, "rb") as listing, open(self._pack_file, "rb") as pack:
+                for index in range(self.count):
                     if self._stop.is_set():
                         return
-                    if ref is not None:
-                        dest = os.path.join(self.out, self.paths[index])
+                    path, offset, size = marshal.load(listing)
+                    if offset >= 0:
+                        dest = os.path.join(self.out, path)
                         folder = os.path.dirname(dest)
                         if folder not in folders:
                             os.makedirs(folder, exist_ok=True)
                             folders.add(folder)
-                        pack.seek(ref.offset)
-                        data = pack.read(ref.size)
+                        pack.seek(offset)
+                        data = pack.read(size)
                         with open(dest, "wb") as target:
                             target.write(data)
                     self.done = index + 1
         except BaseException as error:  # raised again by finish(), in the caller's thread
             self._error = error
 
+    @property
+    def all_named(self) -> bool:
+        """Whether :meth:`take_written` has handed back every path."""
+        return self._taken == self.count
+
     def take_written(self) -> list[str]:
         """The paths written since the last call, in list order (none after a failure)."""
         if self._error is not None:
             return []
-        done = self.done
-        taken, self._taken = self.paths[self._taken : done], done
+        if self._reader is None:
+            self._reader = open(self._listing, "rb")  # noqa: SIM115
+        done, taken = self.done, []
+        while self._taken < done:
+            taken.append(marshal.load(self._reader)[0])
+            self._taken += 1
+        if self.all_named:
+            self._reader.close()
         return taken
 
     def finish(self) -> None:
@@ -180,6 +201,9 @@ class LaterFiles:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+        for handle in (self._writer, self._reader):
+            if handle is not None:
+                handle.close()
 
 
 @dataclass
