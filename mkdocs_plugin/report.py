@@ -6,10 +6,11 @@ each page's parts and code in as it is written, and write the tlparse-compatible
 code index. Two roles differ in what the site around the report is:
 
 * :class:`OwnSite`: tlsite's theme is the site's (``tlsite build``, ``tlsite markdown``'s tree
-  built with the plugin): the tlparse files are written before the pages (a zip bundle
-  compresses them while pages render), each page is converted only when it is written,
-  search is indexed by :class:`ReportSearchIndex`, and pages outside the nav are written
-  from one render of Material's template (:class:`PageStamp`);
+  built with the plugin): the tlparse files are listed before the pages and written by a
+  thread while pages render (a zip bundle compresses them meanwhile, named in a fixed
+  order), each page is converted only when it is written, search is indexed by
+  :class:`ReportSearchIndex`, and pages outside the nav are written from one render of
+  Material's template (:class:`PageStamp`);
 * :class:`InOtherSite`: a user's site embeds the report (``- tlsite:`` in their ``mkdocs.yml``,
   their theme): it gets the Markdown extensions and assets the report needs, its plugins may
   read any page's Markdown at any time, the tlparse files are written after the build, and
