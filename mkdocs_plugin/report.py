@@ -219,6 +219,7 @@ class ReportPages:
 
     def on_page_context(self, page: Any, config: MkDocsConfig) -> None:
         """Convert a deferred page, and put in the HTML parts of its text (not its code)."""
+        self._forward_compat()
         if isinstance(page, DeferredPage):
             page.convert(config)
         blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # read once
@@ -308,7 +309,7 @@ class ReportPages:
         them all) the pages written meanwhile: the same order, whatever the timing.
         ``wait``: for the last file, raising what the thread met."""
         later = self._later
-        if later is None:
+        if later is None or (self._on_file is None and not wait):
             return
         if wait:
             later.finish()
@@ -325,8 +326,8 @@ class ReportPages:
 
     def _page_written(self, page: str | None) -> None:
         """The previous page is on disk by now; ``page`` will be once MkDocs writes it."""
+        self._forward_compat()
         if self._on_file is not None and self._last_page is not None:
-            self._forward_compat()
             if self._later is None:
                 self._on_file(self._last_page)
             else:
@@ -389,6 +390,7 @@ class OwnSite(ReportPages):
 
     def on_page_markdown(self, page: Any) -> None:
         """Render with the stamp the pages it may write (their front matter is read by now)."""
+        self._forward_compat()  # MkDocs reads every page before it writes one
         if self._stamp is not None and self._stamp.select(page):
             page.meta["template"] = STAMP_TEMPLATE
 
