@@ -188,10 +188,6 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     def on_build_error(self, *, error: Exception) -> None:
         self._release()
 
-    def on_shutdown(self) -> None:
-        """Also after an interrupted build (MkDocs' error event is for exceptions only)."""
-        self._release()
-
     def _release(self) -> None:
         """Stop the highlight workers and close the input (the build is over either way)."""
         if self._report is not None:

@@ -6,11 +6,10 @@ each page's parts and code in as it is written, and write the tlparse-compatible
 code index. Two roles differ in what the site around the report is:
 
 * :class:`OwnSite`: tlsite's theme is the site's (``tlsite build``, ``tlsite markdown``'s tree
-  built with the plugin): the tlparse files are listed before the pages and written by a
-  thread while pages render (a zip bundle compresses them meanwhile, named in a fixed
-  order), each page is converted only when it is written, search is indexed by
-  :class:`ReportSearchIndex`, and pages outside the nav are written from one render of
-  Material's template (:class:`PageStamp`);
+  built with the plugin): the tlparse files are written before the pages (a zip bundle
+  compresses them while pages render), each page is converted only when it is written,
+  search is indexed by :class:`ReportSearchIndex`, and pages outside the nav are written
+  from one render of Material's template (:class:`PageStamp`);
 * :class:`InOtherSite`: a user's site embeds the report (``- tlsite:`` in their ``mkdocs.yml``,
   their theme): it gets the Markdown extensions and assets the report needs, its plugins may
   read any page's Markdown at any time, the tlparse files are written after the build, and
@@ -31,7 +30,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import nest_paths
 
 from tlsite.core.model import Trace
-from tlsite.core.render.compat import CompatWriter, LaterFiles
+from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.page import Block, insert_parts
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
@@ -105,8 +104,6 @@ class ReportPages:
         self._report_uris: set[str] = set()  # the report's pages, in a site with others
         self._auto_nav = False
         self._last_page: str | None = None
-        self._later: LaterFiles | None = None  # the tlparse files still being written
-        self._pages_written: list[str] = []  # pages on disk, named after the tlparse files
 
     @property
     def trace(self) -> Trace:
@@ -219,7 +216,6 @@ class ReportPages:
 
     def on_page_context(self, page: Any, config: MkDocsConfig) -> None:
         """Convert a deferred page, and put in the HTML parts of its text (not its code)."""
-        self._forward_compat()
         if isinstance(page, DeferredPage):
             page.convert(config)
         blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # read once
@@ -261,7 +257,6 @@ class ReportPages:
     # -- the end ----------------------------------------------------------------------------
     def on_post_build(self, config: MkDocsConfig) -> None:
         self._page_written(None)
-        self._forward_compat(wait=True)
         self._write_code_index(config)
 
     def _write_code_index(self, config: MkDocsConfig) -> None:
@@ -282,12 +277,8 @@ class ReportPages:
             out.write(report.code_index.javascript())
         self._files_written(config.site_dir, [CODE_INDEX])
 
-    def _write_compat(self, config: MkDocsConfig, *, later: bool = False) -> None:
-        """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...).
-
-        ``later``: the files whose bytes are in the store are written by a thread while the
-        pages are (see :class:`LaterFiles`); :meth:`_forward_compat` names them in order,
-        and :meth:`on_post_build` waits for the last one."""
+    def _write_compat(self, config: MkDocsConfig) -> None:
+        """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
         out = Path(config.site_dir) / self.prefix
         on_file, folder = self._on_file, str(out)
 
@@ -296,28 +287,7 @@ class ReportPages:
                 on_file(os.path.join(folder, path))
 
         trace = self.trace  # loads the raw log too
-        listing = trace.store.spill_path("later-files")
-        files = LaterFiles(trace.store.pack_file, folder, listing) if later else None
-        CompatWriter(trace, out, raw_log=self._raw_log, on_written=written, later=files).write_all()
-        if files is not None:
-            trace.store.flush()  # all the thread reads, before it starts
-            self._later = files
-            files.start()
-
-    def _forward_compat(self, *, wait: bool = False) -> None:
-        """Name the tlparse files the thread has written so far, then (once it has written
-        them all) the pages written meanwhile: the same order, whatever the timing.
-        ``wait``: for the last file, raising what the thread met."""
-        later = self._later
-        if later is None or (self._on_file is None and not wait):
-            return
-        if wait:
-            later.finish()
-        self._files_written(later.out, later.take_written())
-        if later.all_named:
-            self._later = None
-            self._files_written("", self._pages_written)
-            self._pages_written = []
+        CompatWriter(trace, out, raw_log=self._raw_log, on_written=written).write_all()
 
     def _files_written(self, out: str, written: list[str]) -> None:
         if self._on_file is not None:
@@ -326,20 +296,12 @@ class ReportPages:
 
     def _page_written(self, page: str | None) -> None:
         """The previous page is on disk by now; ``page`` will be once MkDocs writes it."""
-        self._forward_compat()
         if self._on_file is not None and self._last_page is not None:
-            if self._later is None:
-                self._on_file(self._last_page)
-            else:
-                self._pages_written.append(self._last_page)
+            self._on_file(self._last_page)
         self._last_page = page
 
     def release(self) -> None:
-        """Stop the highlight workers and the tlparse files' thread (the build is over
-        either way)."""
-        if self._later is not None:
-            self._later.stop()
-            self._later = None
+        """Stop the highlight workers (the build is over either way)."""
         if self._highlighter is not None:
             self._highlighter.close()
             self._highlighter = None
@@ -354,7 +316,7 @@ class OwnSite(ReportPages):
 
     def _before_pages(self, files: Files, config: MkDocsConfig) -> None:
         # first, so that a zip bundle written meanwhile has them to compress at once
-        self._write_compat(config, later=True)
+        self._write_compat(config)
         self._index_search(config)
         drop_unread_theme_files(files, config)
 
@@ -390,7 +352,6 @@ class OwnSite(ReportPages):
 
     def on_page_markdown(self, page: Any) -> None:
         """Render with the stamp the pages it may write (their front matter is read by now)."""
-        self._forward_compat()  # MkDocs reads every page before it writes one
         if self._stamp is not None and self._stamp.select(page):
             page.meta["template"] = STAMP_TEMPLATE
 

@@ -9,22 +9,19 @@ self-contained HTML pages at the same paths, linking to the full report page.
 from __future__ import annotations
 
 import json
-import marshal
 import math
 import os
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from ..analysis.provenance import fx_cache_hit_key, parse_kernel_stack_traces, shared_provenance
 from ..analysis.views import guard_codes
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
 from ..records import loads_bounded
 from ..source import LogSource
-from ..store import PayloadRef
 from .templating import render
 
 
@@ -109,103 +106,6 @@ def unit_page_href(unit: CompileUnit, *, depth: int) -> str:
     return "../" * depth + f"{unit.dirname}/index.html"
 
 
-class LaterFiles:
-    """Files whose bytes are in the store, written in order by a thread of their own.
-
-    Creating a file costs the kernel far more than the bytes in it, and Python lets other
-    threads run meanwhile: a storm's tlparse files (one per artifact) are written on the
-    other core while this thread renders pages. The thread is safe because it shares no
-    mutable state: the list of files is complete before it starts, it reads the pack through
-    a handle of its own and only what was flushed before it started (the store may append
-    meanwhile), and it hands back only a count of the files written so far, which the
-    caller turns into names in list order (so the files reach a zip bundle in that order
-    whatever the timing). A path with no bytes (``ref`` None) was written before the thread
-    started and is only counted, in its place. The list waits in ``listing`` (a scratch
-    file), not in memory: a trace may have hundreds of thousands of artifacts.
-    """
-
-    def __init__(self, pack_file: str, out: str, listing: Path) -> None:
-        self._pack_file = pack_file
-        self.out = out
-        self._listing = listing
-        self._writer: BinaryIO | None = open(listing, "wb")  # noqa: SIM115
-        self._reader: BinaryIO | None = None  # the names handed back, see take_written
-        self.count = 0  #: how many paths are listed
-        self.done = 0  #: how many of them are on disk (only the thread writes it)
-        self._taken = 0
-        self._error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tlsite-compat", daemon=True)
-
-    def add(self, path: str, ref: PayloadRef | None) -> None:
-        assert self._writer is not None, "the thread has started"
-        offset, size = (ref.offset, ref.size) if ref is not None else (-1, 0)
-        marshal.dump((path, offset, size), self._writer)
-        self.count += 1
-
-    def start(self) -> None:
-        assert self._writer is not None, "started once"
-        self._writer.close()
-        self._writer = None
-        self._thread.start()
-
-    def _run(self) -> None:
-        folders: set[str] = set()
-        try:
-            with open(self._listing, "rb") as listing, open(self._pack_file, "rb") as pack:
-                for index in range(self.count):
-                    if self._stop.is_set():
-                        return
-                    path, offset, size = marshal.load(listing)
-                    if offset >= 0:
-                        dest = os.path.join(self.out, path)
-                        folder = os.path.dirname(dest)
-                        if folder not in folders:
-                            os.makedirs(folder, exist_ok=True)
-                            folders.add(folder)
-                        pack.seek(offset)
-                        data = pack.read(size)
-                        with open(dest, "wb") as target:
-                            target.write(data)
-                    self.done = index + 1
-        except BaseException as error:  # raised again by finish(), in the caller's thread
-            self._error = error
-
-    @property
-    def all_named(self) -> bool:
-        """Whether :meth:`take_written` has handed back every path."""
-        return self._taken == self.count
-
-    def take_written(self) -> list[str]:
-        """The paths written since the last call, in list order (none after a failure)."""
-        if self._error is not None:
-            return []
-        if self._reader is None:
-            self._reader = open(self._listing, "rb")  # noqa: SIM115
-        done, taken = self.done, []
-        while self._taken < done:
-            taken.append(marshal.load(self._reader)[0])
-            self._taken += 1
-        if self.all_named:
-            self._reader.close()
-        return taken
-
-    def finish(self) -> None:
-        """Wait for the last file; raise what the thread met."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-    def stop(self) -> None:
-        """Stop after the file being written (the build failed or was interrupted)."""
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-        for handle in (self._writer, self._reader):
-            if handle is not None:
-                handle.close()
-
-
 @dataclass
 class CompatWriter:
     """Writes the compatible outputs of one trace into ``out``."""
@@ -217,16 +117,11 @@ class CompatWriter:
     #: ``written`` (a path per artifact: a compile may have hundreds of thousands)
     on_written: Callable[[str], None] | None = None
     written: list[str] = field(default_factory=list)
-    #: with it, the files whose bytes are in the store are listed in it, not written, and
-    #: every other file's path too, in its place (see :class:`LaterFiles`)
-    later: LaterFiles | None = None
     #: folders made so far (a storm's compile folders take many files each)
     _folders: set[str] = field(default_factory=set, init=False, repr=False)
 
     def _wrote(self, path: str) -> None:
-        if self.later is not None:
-            self.later.add(path, None)
-        elif self.on_written is None:
+        if self.on_written is None:
             self.written.append(path)
         else:
             self.on_written(path)
@@ -239,7 +134,8 @@ class CompatWriter:
         if self.trace.loose_payloads:
             os.makedirs(os.path.join(self.out, "payloads"), exist_ok=True)
         for key, ref in self.trace.loose_payloads.items():
-            self._copy(ref, f"payloads/{key}.txt")
+            self.trace.store.copy_to(ref, os.path.join(self.out, "payloads", f"{key}.txt"))
+            self._wrote(f"payloads/{key}.txt")
         self._write_provenance_aliases()
         self._write_raw_jsonl()
         self._write_compile_directory()
@@ -259,45 +155,29 @@ class CompatWriter:
 
     # -- artifacts --------------------------------------------------------------------------
     def _write_artifact(self, unit: CompileUnit, artifact: Artifact) -> None:
-        path = artifact.path
-        if path is None:
+        if artifact.path is None:
             return
-        if self.later is None:
-            # paths as text: a Path apiece interned the name of every one of thousands of files
-            folder = os.path.dirname(os.path.join(self.out, path))
-            if folder not in self._folders:
-                os.makedirs(folder, exist_ok=True)
-                self._folders.add(folder)
-        store = self.trace.store
+        # paths as text: a Path apiece interned the name of every one of thousands of files
+        dest = os.path.join(self.out, artifact.path)
+        folder = os.path.dirname(dest)
+        if folder not in self._folders:
+            os.makedirs(folder, exist_ok=True)
+            self._folders.add(folder)
         if artifact.body == BODY_PAYLOAD and artifact.payload is not None:
-            self._copy(artifact.payload, path)
+            self.trace.store.copy_to(artifact.payload, dest)
         elif artifact.body == BODY_PAYLOAD:
-            self._text(path, "")
+            _write_text(dest, "")
         elif artifact.body == BODY_JSON and artifact.payload is not None:
-            self._copy(store.derived(artifact.payload, pretty_json), path)
+            self.trace.store.copy_to(self.trace.store.derived(artifact.payload, pretty_json), dest)
         elif artifact.body == BODY_JSON:
-            self._text(path, pretty_json(""))
+            _write_text(dest, pretty_json(""))
         elif artifact.body == BODY_PAGE:
-            self._text(path, self._page(unit, artifact))
-        else:
-            self._wrote(path)
+            _write_text(dest, self._page(unit, artifact))
+        self._wrote(artifact.path)
         if artifact.readable_path:
-            self._text(artifact.readable_path, self._readable_page(unit, artifact))
-
-    def _copy(self, ref: PayloadRef, path: str) -> None:
-        """Write the payload to ``path`` in the output, or list it for :attr:`later`."""
-        if self.later is not None:
-            self.later.add(path, ref)
-        else:
-            self.trace.store.copy_to(ref, os.path.join(self.out, path))
-            self._wrote(path)
-
-    def _text(self, path: str, text: str) -> None:
-        if self.later is not None:
-            self.later.add(path, self.trace.store.put(text))
-        else:
-            _write_text(os.path.join(self.out, path), text)
-            self._wrote(path)
+            readable = self._readable_page(unit, artifact)
+            _write_text(os.path.join(self.out, artifact.readable_path), readable)
+            self._wrote(artifact.readable_path)
 
     @staticmethod
     def _context(unit: CompileUnit, artifact: Artifact, path: str, title: str) -> dict[str, Any]:
@@ -382,7 +262,8 @@ class CompatWriter:
                     "note": note,
                 },
             )
-            self._text(path, page)
+            _write_text(os.path.join(self.out, path), page)
+            self._wrote(path)
 
     # -- whole-trace files ------------------------------------------------------------------
     def _write_raw_jsonl(self) -> None:
