@@ -12,15 +12,12 @@ job with that revision and checks that the site and the zip are the same, file f
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import zipfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from corpus import FIXTURE_TRACES, PROJECT_ROOT
+from corpus import FIXTURE_TRACES
+from revisions import assert_built_as_by_base, needs_base_rev, site_files
 
 from tlsite.core import load_source, resolve_input
 from tlsite.core.analysis.diff import diff_traces
@@ -31,11 +28,6 @@ JOB = FIXTURE_TRACES / "ddp16" / "ddp16.7z"
 #: Pairs sharing ranks, as a job whose largest group's first rank is compared with several
 #: other groups gets them (rank 6 is in three pairs, rank 0 in two).
 PAIRS = [(0, 3), (6, 0), (6, 1), (6, 5)]
-TIMEOUT_S = 600
-
-
-def _tree(site: Path) -> dict[str, bytes]:
-    return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +63,7 @@ def test_a_rank_in_several_pairs_is_read_once_and_the_sites_are_the_same(
     links = build_rank_diffs(job, report=None, site_dir=shared)  # type: ignore[arg-type]
     assert read == {rank: 1 for pair in PAIRS for rank in pair}
     assert all(f"diff_{a}_{b}/index.html" in links for a, b in PAIRS)
-    assert _tree(shared) == _tree(fresh)
+    assert site_files(shared) == site_files(fresh)
 
 
 @pytest.mark.slow
@@ -97,36 +89,10 @@ def test_a_second_site_in_the_process_compiles_no_theme_template(
         before.close()
         after.close()
     assert found == []  # every template of the page came compiled from the first site
-    assert _tree(tmp_path / "second") == _tree(tmp_path / "first")
-
-
-def _build(out: Path, pythonpath: Path) -> Path:
-    command = [sys.executable, "-m", "tlsite", "build", str(JOB), "-o", str(out)]
-    command += ["--no-browser", "--quiet"]
-    env = dict(os.environ, PYTHONPATH=str(pythonpath))
-    subprocess.run(command, check=True, timeout=TIMEOUT_S, env=env, stdout=subprocess.DEVNULL)
-    return out
-
-
-def _entries(archive: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(archive) as bundle:
-        return {name.split("/", 1)[1]: bundle.read(name) for name in bundle.namelist()}
+    assert site_files(tmp_path / "second") == site_files(tmp_path / "first")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("TLSITE_BASE_REV"), reason="TLSITE_BASE_REV not set")
+@needs_base_rev
 def test_the_real_jobs_site_and_zip_are_the_base_revisions(tmp_path: Path) -> None:
-    base = tmp_path / "base" / "tlsite"
-    base.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "archive", os.environ["TLSITE_BASE_REV"]],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    ours = _build(tmp_path / "new" / "site", PROJECT_ROOT.parent)
-    theirs = _build(tmp_path / "old" / "site", base.parent)
-    ours_files, their_files = _tree(ours), _tree(theirs)
-    assert ours_files.keys() == their_files.keys()
-    assert [name for name in ours_files if ours_files[name] != their_files[name]] == []
-    assert _entries(ours.with_name("site.zip")) == _entries(theirs.with_name("site.zip"))
+    assert_built_as_by_base(JOB, tmp_path)

@@ -17,35 +17,24 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-import zipfile
 from pathlib import Path, PurePosixPath
 
 import pytest
 from corpus import PROJECT_ROOT, TLPARSE_INPUTS, TORCH_213
+from revisions import assert_built_as_by_base, cli_build, needs_base_rev
 
 TWO_RANKS = TORCH_213 / "multi_rank"
 REAL_JOBS = [TWO_RANKS, *(TLPARSE_INPUTS / f"multi_rank_{name}" for name in ("logs", "runtime"))]
-TIMEOUT_S = 600
 
 #: A stylesheet or script a page loads, relative to the page.
 _LOADED = re.compile(r'<(?:link[^>]*\bhref|script[^>]*\bsrc)="([^":]+\.(?:css|js))"')
-
-
-def _build(job: Path, out: Path, pythonpath: Path) -> Path:
-    command = [sys.executable, "-m", "tlsite", "build", str(job), "-o", str(out)]
-    command += ["--no-browser", "--quiet"]
-    env = dict(os.environ, PYTHONPATH=str(pythonpath))
-    subprocess.run(command, check=True, timeout=TIMEOUT_S, env=env, stdout=subprocess.DEVNULL)
-    return out
 
 
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not TWO_RANKS.is_dir():
         pytest.skip("shared corpus not available")
-    return _build(TWO_RANKS, tmp_path_factory.mktemp("job") / "site", PROJECT_ROOT.parent)
+    return cli_build(TWO_RANKS, tmp_path_factory.mktemp("job") / "site", PROJECT_ROOT.parent)
 
 
 def _loaded(page: Path, site: Path) -> list[str]:
@@ -77,33 +66,10 @@ def test_rank_pages_load_the_theme_files_at_the_jobs_root(two_ranks: Path) -> No
     assert {"404.html", "sitemap.xml", "sitemap.xml.gz"} <= files
 
 
-def _entries(archive: Path) -> dict[str, bytes]:
-    """A zip's entries by their path below its top folder (named after the site)."""
-    with zipfile.ZipFile(archive) as bundle:
-        return {name.split("/", 1)[1]: bundle.read(name) for name in bundle.namelist()}
-
-
-def _tree(site: Path) -> dict[str, bytes]:
-    return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("TLSITE_BASE_REV"), reason="TLSITE_BASE_REV not set")
+@needs_base_rev
 @pytest.mark.parametrize("job", REAL_JOBS, ids=lambda p: p.name)
 def test_a_real_jobs_site_and_zip_are_the_base_revisions(job: Path, tmp_path: Path) -> None:
     if not job.is_dir():
         pytest.skip("shared corpus not available")
-    base = tmp_path / "base" / "tlsite"
-    base.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "archive", os.environ["TLSITE_BASE_REV"]],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-    ours = _build(job, tmp_path / "new" / "site", PROJECT_ROOT.parent)
-    theirs = _build(job, tmp_path / "old" / "site", base.parent)
-    ours_files, their_files = _tree(ours), _tree(theirs)
-    assert ours_files.keys() == their_files.keys()
-    assert [name for name in ours_files if ours_files[name] != their_files[name]] == []
-    assert _entries(ours.with_name("site.zip")) == _entries(theirs.with_name("site.zip"))
+    assert_built_as_by_base(job, tmp_path)

@@ -11,13 +11,13 @@ several torch versions, a storm and hostile names; and the work done once must b
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from corpus import FIXTURE_TRACES, PROJECT_ROOT, TORCH_213, TRAINING_TRACE_GLOB
+from revisions import BASE_REV, snapshot
 from test_hostile_trace import hostile_trace
 
 from tlsite.cli import build
@@ -28,7 +28,7 @@ from tlsite.core.render.pages import render_tree
 
 #: The revision whose pages are the reference: the one these changes started from, unless
 #: ``TLSITE_BASE_REV`` names another (move it on when compile pages change on purpose).
-BASE = os.environ.get("TLSITE_BASE_REV", "8767c36")
+BASE = BASE_REV or "8767c36"
 STORM_IDS = 30
 
 #: Renders every page of each trace given and writes, per trace, each page's path, title,
@@ -79,19 +79,6 @@ def _traces(folder: Path) -> list[Path]:
     ]
 
 
-def _snapshot(revision: str, into: Path) -> Path:
-    """``git archive`` of ``revision`` as ``into/tlsite``; skips without git history."""
-    package = into / "tlsite"
-    package.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), "archive", revision], capture_output=True
-    )
-    if archive.returncode != 0:
-        pytest.skip(f"revision {revision} is not in this checkout's history")
-    subprocess.run(["tar", "-x", "-C", str(package)], input=archive.stdout, check=True)
-    return into
-
-
 def _dump(root: Path, traces: list[Path], out: Path) -> dict[str, list]:
     """Every page of each trace as the tlsite at ``root`` (a PYTHONPATH) renders it."""
     env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
@@ -103,7 +90,7 @@ def _dump(root: Path, traces: list[Path], out: Path) -> dict[str, list]:
 @pytest.mark.slow
 def test_every_page_is_what_the_base_revision_rendered(tmp_path: Path) -> None:
     traces = _traces(tmp_path)
-    base = _dump(_snapshot(BASE, tmp_path / "base"), traces, tmp_path / "base.json")
+    base = _dump(snapshot(BASE, tmp_path / "base"), traces, tmp_path / "base.json")
     ours = _dump(PROJECT_ROOT.parent, traces, tmp_path / "ours.json")
     for trace in map(str, traces):
         compile_pages = [p for p in ours[trace] if p[0].startswith("-_")]
