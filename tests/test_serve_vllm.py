@@ -31,6 +31,23 @@ TIMEOUT_S = 60
 QUIET_BUILD = ("--no-browser", "--bundle", "none", "--quiet")
 
 
+def _as_at_a_terminal() -> None:
+    """In the child before it runs: Ctrl-C's signal handled as at a terminal, whatever the
+    test runner's process was left with (a process started in the background of a shell
+    without job control inherits SIGINT ignored, and ``tlsite serve`` could not be stopped)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
+def _signals(pid: int) -> str:
+    """The child's signal masks from /proc (for a failure's message)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return ""
+    return " ".join(line for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env["PYTHONPATH"] = str(PROJECT_ROOT.parent)
@@ -68,6 +85,7 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_as_at_a_terminal,
         )
         assert self.proc.stdout is not None
         self.banner = [self.proc.stdout.readline(), self.proc.stdout.readline()]
@@ -86,8 +104,12 @@ class Server:
             conn.close()
 
     def interrupt(self) -> tuple[int, str]:
+        masks = _signals(self.proc.pid)
         self.proc.send_signal(signal.SIGINT)
-        _, err = self.proc.communicate(timeout=TIMEOUT_S)
+        try:
+            _, err = self.proc.communicate(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"tlsite serve ignored Ctrl-C; its signals: {masks}") from exc
         return self.proc.returncode, err
 
     def kill(self) -> None:
@@ -188,6 +210,7 @@ def test_build_then_serve(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_as_at_a_terminal,
     )
     try:
         assert proc.stdout is not None
