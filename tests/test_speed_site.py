@@ -189,7 +189,17 @@ def test_an_artifact_is_found_by_its_name_through_the_code_index(
         ".md-search-result__item a[href*='-_0_3_0/index.html'][href$='#artifact-25']"
     )
     hit.first.wait_for(state="visible", timeout=15_000)
-    assert hit.first.locator("h2, h1").first.inner_html() == "dynamo_<mark>output_graph</mark> (25)"
+    # results for a prefix typed so far may show first: wait for those of the whole query
+    marked = "dynamo_<mark>output_graph</mark> (25)"
+    page.wait_for_function(
+        """marked => [...document.querySelectorAll(
+            ".md-search-result__item a[href$='#artifact-25'] h2, "
+            + ".md-search-result__item a[href$='#artifact-25'] h1")]
+            .some(h => h.innerHTML === marked)""",
+        arg=marked,
+        timeout=15_000,
+    )
+    assert hit.first.locator("h2, h1").first.inner_html() == marked
     linked = page.locator(".md-search-result__item a[href*='#artifact-']")
     assert linked.count() >= 5  # one per compile id with a Dynamo graph
     assert report.console_errors == []
