@@ -479,13 +479,18 @@ def _complete_zip(
         mode = "w"
         ahead = None
     shown = set(copies)
-    copies = [
-        name for name in listing if name in shown and _deferred(name) and not input_copy_kind(name)
-    ]
+    groups: dict[str, list[str]] = {ARTIFACT_COPIES: [], **{kind: [] for kind in INPUT_COPIES}}
+    for name in listing:  # the files that go in only if they fit, by group, in listing order
+        kind = input_copy_kind(name)
+        if kind is not None:
+            groups[kind].append(name)
+        elif name in shown and _deferred(name):
+            groups[ARTIFACT_COPIES].append(name)
+    copies = groups[ARTIFACT_COPIES]
+    optional = {name for names in groups.values() for name in names}
     with _Zip(tmp, mode, catalog) as archive:
         for name in listing:
             _add_site_file(archive, site, name, digests)
-        optional = {*copies, *(name for name in listing if input_copy_kind(name) is not None)}
         for name in listing:  # the deferred files that are not copies of what a page shows
             if _deferred(name) and name not in optional:
                 _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
@@ -493,9 +498,6 @@ def _complete_zip(
     size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE  # the manifest goes in too
     kept: list[str] = []
     left_out: dict[str, str] = {}
-    groups = {ARTIFACT_COPIES: copies}
-    for kind in INPUT_COPIES:
-        groups[kind] = [name for name in listing if input_copy_kind(name) == kind]
     everything = [name for names in groups.values() for name in names]
     # none fits when the rest is over the limit already; else whether they all fit whatever
     # deflate makes of them, or else each group by its size deflated ahead, or an estimate
