@@ -213,10 +213,11 @@ def shown(page: Path) -> tuple[list[str], list]:
     return [word.replace(WORD_JOINER, "") for word in words], headings
 
 
-def test_a_storm_site_build_converts_no_compile_page_with_python_markdown(
-    storm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The build's own pages: what Python-Markdown converts is every page but the compiles'."""
+def built_recording_python_markdown(
+    trace: Path, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, list[str]]:
+    """``trace``'s site built (no bundle) into ``out``, and every source Python-Markdown
+    converted while it was."""
     from tlsite.cli import build as build_site
 
     sources: list[str] = []
@@ -227,9 +228,16 @@ def test_a_storm_site_build_converts_no_compile_page_with_python_markdown(
         return convert(self, source)
 
     monkeypatch.setattr(markdown.Markdown, "convert", recorded)
-    outcome = build_site(str(storm), tmp_path / "site", make_zip=False)
+    return build_site(str(trace), out, make_zip=False).site, sources
+
+
+def test_a_storm_site_build_converts_no_compile_page_with_python_markdown(
+    storm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build's own pages: what Python-Markdown converts is every page but the compiles'."""
+    site, sources = built_recording_python_markdown(storm, tmp_path / "site", monkeypatch)
     compiles = [s for s in sources if s.startswith("# \\[0/")]
     assert sources and compiles == []
-    page = (outcome.site / "-_0_7_0" / "index.html").read_text(encoding="utf-8")
+    page = (site / "-_0_7_0" / "index.html").read_text(encoding="utf-8")
     assert '<h2 id="why-it-recompiled">Why it recompiled<a class="headerlink"' in page
     assert '<a href="#artifact-' in page  # the table of contents, from the converter's tokens

@@ -14,11 +14,16 @@ import json
 import re
 from pathlib import Path
 
-import markdown
 import pytest
 from corpus import FIXTURE_TRACES, TORCH_213, TRAINING_TRACE_GLOB
 from test_hostile_trace import scan
-from test_speed_fasthtml import hostile, python_markdown, shown, storm  # noqa: F401 (fixtures)
+from test_speed_fasthtml import (  # noqa: F401 (fixtures)
+    built_recording_python_markdown,
+    hostile,
+    python_markdown,
+    shown,
+    storm,
+)
 from test_speed_pages import build, pages, plain_tree_pages
 
 from tlsite.core import limits, load
@@ -183,23 +188,13 @@ def test_a_storm_site_build_converts_no_list_page_with_python_markdown(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The build's own pages: Python-Markdown sees none of the list pages."""
-    from tlsite.cli import build as build_site
-
-    sources: list[str] = []
-    convert = markdown.Markdown.convert
-
-    def recorded(self: markdown.Markdown, source: str) -> str:
-        sources.append(source)
-        return convert(self, source)
-
-    monkeypatch.setattr(markdown.Markdown, "convert", recorded)
-    outcome = build_site(str(storm), tmp_path / "site", make_zip=False)
+    site, sources = built_recording_python_markdown(storm, tmp_path / "site", monkeypatch)
     titles = ("# Config\n", "# Compile time\n", "# Recompiles\n", "# Frame ")
     assert sources and [s[:40] for s in sources if s.startswith(titles)] == []
-    page = (outcome.site / "recompiles.html").read_text(encoding="utf-8")
+    page = (site / "recompiles.html").read_text(encoding="utf-8")
     assert '<a href="-_0_1_0/index.html">[0/1]</a>' in page
     # search reads a table's cells as words apart, as it did Python-Markdown's tables
-    index = json.loads((outcome.site / "search" / "search_index.json").read_text("utf-8"))
+    index = json.loads((site / "search" / "search_index.json").read_text("utf-8"))
     text = {doc["location"]: doc["text"] for doc in index["docs"]}
     assert "Compile id Status Compile time (s) Why it (re)compiled" in text["frames/frame_0.html"]
     assert re.search(r"\[0/1\] ok 0\.\d{3} <code>0/0: ", text["frames/frame_0.html"])
