@@ -56,6 +56,23 @@ def site_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
 
 
 @pytest.fixture(scope="session")
+def job_site_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """``job_site_of(ranks) -> Path``: the site of a multi-rank job (a folder or archive of
+    rank logs, built in this process, no bundle), built once per session."""
+    from tlsite.core import resolve_input
+    from tlsite.mkdocs_plugin.multirank_build import build_multirank
+
+    @functools.cache
+    def site(job: Path) -> Path:
+        out = tmp_path_factory.mktemp(job.stem[:40]) / "site"
+        with resolve_input(str(job)) as resolved:
+            build_multirank(resolved, out, jobs=1)
+        return out
+
+    return site
+
+
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     """System Chromium via playwright; skipped with the reason if either is missing.
 

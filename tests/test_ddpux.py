@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,9 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, str]:
     return rank_logs(tmp_path_factory.mktemp("ddpux_logs"))
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ddpux") / "site"
-    with resolve_input(str(JOB)) as resolved:
-        build_multirank(resolved, out, jobs=1)
-    return out
+@pytest.fixture
+def site(job_site_of: Callable[[Path], Path]) -> Path:
+    return job_site_of(JOB)
 
 
 def section(page: str, anchor: str) -> str:

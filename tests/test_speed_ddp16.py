@@ -12,15 +12,13 @@ import html
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import py7zr
 import pytest
 from corpus import FIXTURE_TRACES
-
-from tlsite.core import resolve_input
-from tlsite.mkdocs_plugin.multirank_build import build_multirank
 
 JOB = FIXTURE_TRACES / "ddp16" / "ddp16.7z"
 
@@ -67,12 +65,9 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, str]:
     return rank_logs(tmp_path_factory.mktemp("ddp16_logs"))
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("ddp16") / "site"
-    with resolve_input(str(JOB)) as resolved:
-        build_multirank(resolved, out, jobs=1)
-    return out
+@pytest.fixture
+def site(job_site_of: Callable[[Path], Path]) -> Path:
+    return job_site_of(JOB)
 
 
 def warning_items(site: Path) -> list[str]:
