@@ -19,6 +19,7 @@ from corpus import FIXTURE_TRACES, TORCH_213, TRAINING_TRACE_GLOB
 from test_hostile_trace import scan
 from test_speed_fasthtml import (  # noqa: F401 (fixtures)
     built_recording_python_markdown,
+    converted,
     hostile,
     python_markdown,
     shown,
@@ -64,16 +65,10 @@ def list_bodies(trace: Path) -> dict[str, str]:
 
 def all_converted(bodies: dict[str, str]) -> dict[str, str]:
     """Each page's HTML from the fast converter, which must take every page and make what
-    Python-Markdown makes of it (HTML and table of contents)."""
-    done = {}
-    for path, body in bodies.items():
-        fast = fast_markdown.convert(body)
-        assert fast is not None, f"{path} went to Python-Markdown"
-        html, toc = python_markdown(body)
-        assert fast[0] == html, path
-        assert fast[1] == toc, path
-        done[path] = fast[0]
-    return done
+    Python-Markdown makes of it (HTML and table of contents: see ``converted``)."""
+    done = converted(bodies)
+    assert [path for path in bodies if path not in done] == [], "went to Python-Markdown"
+    return {path: html for path, (html, _) in done.items()}
 
 
 @pytest.mark.slow
