@@ -38,6 +38,15 @@ from .worker import WorkerProcess
 #: GitHub's limit for a file attached to an issue: "25 MB", read as the smaller, decimal
 #: megabytes (a zip of 25.9 MB under a limit of 25 MiB was called attachable).
 GITHUB_ATTACHMENT_LIMIT = 25_000_000
+#: zlib's fastest level, for a zip expected to stay under the attachment limit at it: a zip
+#: smaller than attachable gains a user nothing, and the default level takes twice the CPU.
+FAST_LEVEL = 1
+#: zlib's default level, for a zip that may pass the limit at :data:`FAST_LEVEL` (so that every
+#: page goes in, and the copies that fit): the levels above it cost far more CPU for little size.
+SMALL_LEVEL = 6
+#: More than a site's zip at :data:`FAST_LEVEL` takes per byte of its input log(s), over storms,
+#: many-rank jobs and big traces: what a zip written while its site is built expects.
+FAST_ZIP_PER_INPUT_BYTE = 0.8
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # deterministic archives: same input, same bytes
 _FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (for .7z)
 
@@ -93,9 +102,26 @@ class Digest(bytes):
         return self[8:].hex()
 
 
+def deflate_level(expected: float) -> int:
+    """The deflate level of a zip expected to take ``expected`` bytes at :data:`FAST_LEVEL`."""
+    return FAST_LEVEL if expected <= GITHUB_ATTACHMENT_LIMIT else SMALL_LEVEL
+
+
+def _site_level(site: Path, listing: Iterable[str]) -> int:
+    """The deflate level of a zip of the finished ``site``: fast when its files, stored as
+    they are, could not pass the limit, or else when a sample deflated fast says they stay
+    under it (a zip that keeps all that fits costs no more than one that leaves out)."""
+    paths = [Path(site, name) for name in listing]
+    stored = sum(_ENTRY_HEADERS + 2 * len(str(path)) + path.stat().st_size for path in paths)
+    if stored <= GITHUB_ATTACHMENT_LIMIT:
+        return FAST_LEVEL
+    return deflate_level(compressed_estimate(paths, FAST_LEVEL))
+
+
 def _add_to_zip(archive: zipfile.ZipFile, path: str | Path, name: str) -> Digest:
-    """Deflate ``path`` into ``archive`` as ``name``; return its size and SHA-256."""
-    info = _entry_info(name)
+    """Deflate ``path`` into ``archive`` (at its level) as ``name``; return its size and
+    SHA-256."""
+    info = _entry_info(name, archive.compresslevel)
     with open(path, "rb") as source, archive.open(info, "w") as target:
         return _read_digest(source, copy_to=target.write)
 
@@ -170,17 +196,18 @@ def input_copy_kind(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def compressed_estimate(paths: Sequence[Path]) -> int:
-    """About how many bytes ``paths`` take in a zip: a deflated sample (up to a few MB: the
-    first bytes of a big file, every so many of many small ones, each deflated on its own as
-    a zip entry is), scaled up to their size, plus each entry's headers."""
+def compressed_estimate(paths: Sequence[Path], level: int = SMALL_LEVEL) -> int:
+    """About how many bytes ``paths`` take in a zip deflated at ``level``: a deflated sample
+    (up to a few MB: the first bytes of a big file, every so many of many small ones, each
+    deflated on its own as a zip entry is), scaled up to their size, plus each entry's
+    headers."""
     size = sum(path.stat().st_size for path in paths)
     sampled = deflated = 0
     for path in paths[:: max(1, size // _SAMPLE_BYTES)]:
         with open(path, "rb") as source:
             chunk = source.read(max(_SAMPLE_BYTES - sampled, 1 << 16))
         sampled += len(chunk)
-        deflated += len(zlib.compress(chunk, 6))
+        deflated += len(zlib.compress(chunk, level))
         if sampled >= _SAMPLE_BYTES:
             break
     headers = sum(_ENTRY_HEADERS + 2 * len(str(path)) for path in paths)  # names: at most this
@@ -374,14 +401,26 @@ class ZipWriter:
     archive's directory wait on disk, see :class:`_Catalog`), and moves it into
     place. Without files handed over early, the entries are in path order, and the same site
     always gives the same bytes.
+
+    The worker deflates before the site is complete, at the level its input's size
+    (``input_size``, bytes of the trace's logs) calls for (see :class:`_WorkerLevel`);
+    without a worker the level is chosen from the finished site.
     """
 
-    def __init__(self, site: Path, dest: Path, *, background: bool = True) -> None:
+    def __init__(
+        self,
+        site: Path,
+        dest: Path,
+        *,
+        background: bool = True,
+        input_size: int | None = None,
+    ) -> None:
         self.site = site
         self.dest = dest
         self._tmp = dest.with_name(dest.name + ".part")
         self._background = background
         self._worker: WorkerProcess | None = None
+        self._input_size = input_size
 
     def add(self, path: str | os.PathLike[str]) -> None:
         """Hand ``path`` (inside the site, final) to the worker, which starts with the first
@@ -391,7 +430,10 @@ class ZipWriter:
                 return
             self._background = False  # started once
             self._worker = WorkerProcess(
-                "tlsite.core.bundle:_zip_service", str(self.site), str(self._tmp)
+                "tlsite.core.bundle:_zip_service",
+                str(self.site),
+                str(self._tmp),
+                "" if self._input_size is None else str(self._input_size),
             )
         name = os.path.relpath(path, self.site).replace(os.sep, "/")
         with contextlib.suppress(OSError):  # the worker is gone: finish() says why
@@ -466,7 +508,9 @@ def _complete_zip(
     folder. The copies go in last, each group only if the archive stays attachable with it:
     first tlparse's ``copies`` of what the compile pages show (:data:`ARTIFACT_COPIES`), then
     the input's (see :data:`INPUT_COPIES`); the manifest says which were left out. ``ahead``
-    holds the input's copies deflated while the site was built (see :class:`_Ahead`).
+    holds the input's copies deflated while the site was built (see :class:`_Ahead`). An
+    archive started here is deflated at the level the finished site calls for (see
+    :func:`_site_level`); one appended to keeps its own.
     """
     listing = catalog.list_site(site)
     digests = catalog.digests
@@ -478,6 +522,7 @@ def _complete_zip(
         catalog.clear()
         mode = "w"
         ahead = None
+    level = catalog.level if mode == "a" else _site_level(site, listing)
     shown = set(copies)
     groups: dict[str, list[str]] = {ARTIFACT_COPIES: [], **{kind: [] for kind in INPUT_COPIES}}
     for name in listing:  # the files that go in only if they fit, by group, in listing order
@@ -488,7 +533,7 @@ def _complete_zip(
             groups[ARTIFACT_COPIES].append(name)
     copies = groups[ARTIFACT_COPIES]
     optional = {name for names in groups.values() for name in names}
-    with _Zip(tmp, mode, catalog) as archive:
+    with _Zip(tmp, mode, catalog, level) as archive:
         for name in listing:
             _add_site_file(archive, site, name, digests)
         for name in listing:  # the deferred files that are not copies of what a page shows
@@ -514,7 +559,7 @@ def _complete_zip(
             later = [name for name in names if ahead is None or name not in ahead]
             estimate = ahead.size(names) if ahead is not None else 0
             if later:
-                estimate += compressed_estimate([site / name for name in later])
+                estimate += compressed_estimate([site / name for name in later], level)
             # the input's copies go before the pages' copies: none stays once those are left out
             if size + estimate <= GITHUB_ATTACHMENT_LIMIT and not (
                 copies and copies[0] in left_out
@@ -527,7 +572,7 @@ def _complete_zip(
         extra["left_out_of_zip"] = left_out
     chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
     _write_manifest(site, chunks)
-    with _Zip(tmp, "a", catalog) as archive:
+    with _Zip(tmp, "a", catalog, level) as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         for name in kept:
             if ahead is not None and name in ahead:
@@ -546,9 +591,10 @@ class _Ahead:
     nothing); the others are deflated at the end if they fit, as without a worker.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, level: int = SMALL_LEVEL) -> None:
         self._file = open(path, "w+b")  # noqa: SIM115 (closed by close())
         self.path = path
+        self.level = level  # the archive's
         self._zip = zipfile.ZipFile(self._file, "w")
         self._zip.NameToInfo = _NoNames()
         #: each file deflated ahead: its entry (header offset in the side file), its end there
@@ -566,12 +612,12 @@ class _Ahead:
         path = os.path.join(site, name)
         bet = GITHUB_ATTACHMENT_LIMIT // 2
         if self._deflated + os.stat(path).st_size > bet:
-            estimate = compressed_estimate([Path(path)])
+            estimate = compressed_estimate([Path(path)], self.level)
             if self._deflated + estimate > bet:
                 self._deflated += estimate  # the copies after it are bet on as after it
                 return None
         start = self._zip.start_dir
-        info = _entry_info(f"{site.name}/{name}")
+        info = _entry_info(f"{site.name}/{name}", self.level)
         with open(path, "rb") as source, self._zip.open(info, "w") as target:
             digest = _read_digest(source, copy_to=target.write)
         self._entries[name] = (info, self._zip.start_dir)
@@ -601,11 +647,12 @@ class _Ahead:
         self.path.unlink(missing_ok=True)
 
 
-def _entry_info(name: str) -> zipfile.ZipInfo:
-    """A new zip entry for a file named ``name`` in the archive."""
+def _entry_info(name: str, level: int) -> zipfile.ZipInfo:
+    """A new zip entry for a file named ``name`` in the archive, deflated at ``level``."""
     info = zipfile.ZipInfo(printable_name(name), date_time=_FIXED_DATE)  # a folder name from
     # the user may hold bytes that are not UTF-8, which a zip entry name cannot
     info.compress_type = zipfile.ZIP_DEFLATED
+    info._compresslevel = level  # what ZipFile.write sets from the archive; open() does not
     info.external_attr = 0o644 << 16
     return info
 
@@ -635,6 +682,8 @@ class _Catalog:
         self.digests = _Digests(self._db)
         #: Where the archive's central directory starts (set as it is closed).
         self.start_dir = 0
+        #: The deflate level of the archive's entries (set as it is started).
+        self.level = SMALL_LEVEL
 
     def list_site(self, site: Path) -> _Listing:
         """Every file of ``site`` but the manifest (see :func:`site_listing`)."""
@@ -757,12 +806,18 @@ class _NoNames(dict[str, zipfile.ZipInfo]):
 
 
 class _Zip(zipfile.ZipFile):
-    """A zip (deflated, level 6) whose entries wait in a :class:`_Catalog` until the central
-    directory is written, and which reopens to append (mode "a") without reading them back."""
+    """A deflated zip whose entries wait in a :class:`_Catalog` until the central directory
+    is written, and which reopens to append (mode "a") without reading them back. Its
+    entries are deflated at ``level`` (by default, the catalog's: the level it was started at).
+    """
 
-    def __init__(self, path: Path, mode: Literal["w", "a"], catalog: _Catalog) -> None:
+    def __init__(
+        self, path: Path, mode: Literal["w", "a"], catalog: _Catalog, level: int | None = None
+    ) -> None:
         self._catalog = catalog
-        super().__init__(path, mode, compression=zipfile.ZIP_DEFLATED, compresslevel=6)
+        if level is not None:
+            catalog.level = level
+        super().__init__(path, mode, compression=zipfile.ZIP_DEFLATED, compresslevel=catalog.level)
         self.filelist = catalog.entries  # type: ignore[assignment]
         self.NameToInfo = _NoNames()
 
@@ -826,21 +881,51 @@ def _add_site_file(
         digests[name] = _add_to_zip(archive, path, f"{site.name}/{name}")
 
 
-def _zip_service(inbox: Connection, outbox: Connection, site: str, tmp: str) -> None:
-    """Worker process: deflate each file named in ``inbox`` into ``tmp``, then complete the
-    archive with the manifest fields that end the input (see :func:`_complete_zip`).
+class _WorkerLevel:
+    """The level a zip written while its site is built deflates at, from its input's size (the
+    default level when that is not known): the trace's logs as the build found them, then,
+    as each ``raw.log`` copy comes (before a trace's pages), as they are unpacked (a gzipped
+    log's size undersold it)."""
+
+    def __init__(self, input_size: int | None) -> None:
+        self._input = input_size
+        self._copied = 0  # the raw.log copies seen so far
+
+    @property
+    def level(self) -> int:
+        if self._input is None:
+            return SMALL_LEVEL
+        return deflate_level(max(self._input, self._copied) * FAST_ZIP_PER_INPUT_BYTE)
+
+    def see(self, site: Path, name: str) -> int:
+        """The level for the files after ``name``."""
+        if input_copy_kind(name) == RAW_LOG:
+            self._copied += os.stat(os.path.join(site, name)).st_size
+        return self.level
+
+
+def _zip_service(
+    inbox: Connection, outbox: Connection, site: str, tmp: str, input_size: str
+) -> None:
+    """Worker process: deflate each file named in ``inbox`` into ``tmp`` (at the level the
+    input's size calls for: ``input_size``, "" when not known, see :class:`_WorkerLevel`),
+    then complete the archive with the manifest fields that end the input (see
+    :func:`_complete_zip`).
 
     Answers ``("done", None)``, or ``("failed", why)`` after the first error (it keeps
     reading names until the end so that the builder never blocks on a full pipe).
     """
     failure = None
+    level = _WorkerLevel(int(input_size) if input_size else None)
     catalog = _Catalog(_catalog_path(Path(tmp)))
-    ahead = _Ahead(_ahead_path(Path(tmp)))
+    ahead = _Ahead(_ahead_path(Path(tmp)), level.level)
     try:
-        with _Zip(Path(tmp), "w", catalog) as archive:
+        with _Zip(Path(tmp), "w", catalog, level.level) as archive:
             while isinstance(message := inbox.recv(), str):
                 if failure is None:
                     try:
+                        now = level.see(Path(site), message)
+                        archive.compresslevel = ahead.level = catalog.level = now
                         _add_site_file(archive, Path(site), message, catalog.digests, ahead)
                     except Exception as error:
                         failure = f"{message}: {error}"

@@ -131,9 +131,10 @@ def build(
 def _zip_while_building(logs: list[LogSource], site: Path, fmt: str) -> ZipWriter | None:
     """For a big trace's (or job's) zip bundle, a writer that compresses each file of
     ``site`` in a helper process as soon as it is final, while the rest is built."""
-    if fmt != "zip" or sum(log.size_hint or 0 for log in logs) < ZIP_WHILE_BUILDING_MIN_BYTES:
+    size = sum(log.size_hint or 0 for log in logs)
+    if fmt != "zip" or size < ZIP_WHILE_BUILDING_MIN_BYTES:
         return None
-    return ZipWriter(site, site.with_name(f"{site.name}.zip"))
+    return ZipWriter(site, site.with_name(f"{site.name}.zip"), input_size=size)
 
 
 def _bundle(site: Path, fmt: str, made: _Site, zipper: ZipWriter | None) -> tuple[Path | None, int]:

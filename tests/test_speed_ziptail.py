@@ -68,9 +68,10 @@ def _worker_zip(
     the build does; the files deflated ahead, and those the end deflated."""
     tmp = dest.with_name(dest.name + ".part")
     catalog = bundle._Catalog(bundle._catalog_path(tmp))
-    ahead = bundle._Ahead(bundle._ahead_path(tmp))
+    level = bundle._site_level(site, bundle.site_listing(site))  # as without a worker
+    ahead = bundle._Ahead(bundle._ahead_path(tmp), level)
     try:
-        with bundle._Zip(tmp, "w", catalog) as archive:
+        with bundle._Zip(tmp, "w", catalog, level) as archive:
             for name in bundle.site_listing(site):
                 bundle._add_site_file(archive, site, name, catalog.digests, ahead)
         at_the_end: list[str] = []
@@ -125,6 +126,9 @@ def test_input_copies_that_may_not_fit_are_decided_as_without_a_worker(
     """Under a limit ``raw.log`` does not fit, the archive and what it left out are those
     written without a worker, whether ``raw.log`` was deflated ahead (a limit over twice the
     input's copies) or not (under it: too big to bet on)."""
+    monkeypatch.setattr(
+        bundle, "FAST_LEVEL", bundle.SMALL_LEVEL
+    )  # one level: limits measured at it
     whole = _reference(storm_site, tmp_path / "whole.zip")
     assert whole == {}
     with zipfile.ZipFile(tmp_path / "whole.zip") as archive:
