@@ -55,9 +55,8 @@ def _broken_links(folder: Path) -> list[str]:
 def test_a_job_too_big_for_github_leaves_out_each_ranks_input_copies_and_keeps_every_page(
     job_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        bundle, "FAST_LEVEL", bundle.SMALL_LEVEL
-    )  # one level: limits measured at it
+    # one deflate level (the limits below are measured at it)
+    monkeypatch.setattr(bundle, "FAST_LEVEL", bundle.SMALL_LEVEL)
     whole = _bundle(job_site, tmp_path / "whole")
     with zipfile.ZipFile(whole) as archive:
         sizes = {info.filename.split("/", 1)[1]: info.compress_size for info in archive.infolist()}

@@ -64,9 +64,8 @@ def test_a_zip_under_the_limit_keeps_every_file(storm_site: Path, tmp_path: Path
 def test_a_storm_zip_over_the_limit_leaves_out_the_copies_of_text_its_pages_show(
     storm_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        bundle, "FAST_LEVEL", bundle.SMALL_LEVEL
-    )  # one level: limits measured at it
+    # one deflate level (the limits below are measured at it)
+    monkeypatch.setattr(bundle, "FAST_LEVEL", bundle.SMALL_LEVEL)
     whole, _ = _zip(storm_site, tmp_path / "whole")
     copies = _copies_shown(storm_site)
     assert len(copies) > 40  # seven inductor compiles: graphs, guards, cache entries, ...

@@ -126,9 +126,8 @@ def test_input_copies_that_may_not_fit_are_decided_as_without_a_worker(
     """Under a limit ``raw.log`` does not fit, the archive and what it left out are those
     written without a worker, whether ``raw.log`` was deflated ahead (a limit over twice the
     input's copies) or not (under it: too big to bet on)."""
-    monkeypatch.setattr(
-        bundle, "FAST_LEVEL", bundle.SMALL_LEVEL
-    )  # one level: limits measured at it
+    # one deflate level (the limits below are measured at it)
+    monkeypatch.setattr(bundle, "FAST_LEVEL", bundle.SMALL_LEVEL)
     whole = _reference(storm_site, tmp_path / "whole.zip")
     assert whole == {}
     with zipfile.ZipFile(tmp_path / "whole.zip") as archive:
