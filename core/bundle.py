@@ -111,11 +111,16 @@ def _site_level(site: Path, listing: Iterable[str]) -> int:
     """The deflate level of a zip of the finished ``site``: fast when its files, stored as
     they are, could not pass the limit, or else when a sample deflated fast says they stay
     under it (a zip that keeps all that fits costs no more than one that leaves out)."""
-    paths = [Path(site, name) for name in listing]
-    stored = sum(_ENTRY_HEADERS + 2 * len(str(path)) + path.stat().st_size for path in paths)
+    folder = str(site)
+    stored = sum(
+        _ENTRY_HEADERS
+        + 2 * len(f"{site.name}/{name}")
+        + os.stat(os.path.join(folder, name)).st_size
+        for name in listing
+    )
     if stored <= GITHUB_ATTACHMENT_LIMIT:
         return FAST_LEVEL
-    return deflate_level(compressed_estimate(paths, FAST_LEVEL))
+    return deflate_level(compressed_estimate([Path(folder, name) for name in listing], FAST_LEVEL))
 
 
 def _add_to_zip(archive: zipfile.ZipFile, path: str | Path, name: str) -> Digest:
