@@ -44,8 +44,9 @@ FAST_LEVEL = 1
 #: zlib's default level, for a zip that may pass the limit at :data:`FAST_LEVEL` (so that every
 #: page goes in, and the copies that fit): the levels above it cost far more CPU for little size.
 SMALL_LEVEL = 6
-#: More than a site's zip at :data:`FAST_LEVEL` takes per byte of its input log(s), over storms,
-#: many-rank jobs and big traces: what a zip written while its site is built expects.
+#: About the most a site's zip at :data:`FAST_LEVEL` takes per byte of its input log(s) (storms,
+#: many-rank jobs, big traces): what a zip written while its site is built expects. An input
+#: this expects under the limit has pages that fit at either level; only copies can be at stake.
 FAST_ZIP_PER_INPUT_BYTE = 0.8
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # deterministic archives: same input, same bytes
 _FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (for .7z)
@@ -120,7 +121,8 @@ def _site_level(site: Path, listing: Iterable[str]) -> int:
     )
     if stored <= GITHUB_ATTACHMENT_LIMIT:
         return FAST_LEVEL
-    return deflate_level(compressed_estimate([Path(folder, name) for name in listing], FAST_LEVEL))
+    paths = [os.path.join(folder, name) for name in listing]  # text: see _relative_files
+    return deflate_level(compressed_estimate(paths, FAST_LEVEL))
 
 
 def _add_to_zip(archive: zipfile.ZipFile, path: str | Path, name: str) -> Digest:
@@ -201,12 +203,12 @@ def input_copy_kind(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def compressed_estimate(paths: Sequence[Path], level: int = SMALL_LEVEL) -> int:
+def compressed_estimate(paths: Sequence[str | Path], level: int = SMALL_LEVEL) -> int:
     """About how many bytes ``paths`` take in a zip deflated at ``level``: a deflated sample
     (up to a few MB: the first bytes of a big file, every so many of many small ones, each
     deflated on its own as a zip entry is), scaled up to their size, plus each entry's
     headers."""
-    size = sum(path.stat().st_size for path in paths)
+    size = sum(os.stat(path).st_size for path in paths)
     sampled = deflated = 0
     for path in paths[:: max(1, size // _SAMPLE_BYTES)]:
         with open(path, "rb") as source:
