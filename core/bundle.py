@@ -522,8 +522,8 @@ def _complete_zip(
     listing = catalog.list_site(site)
     digests = catalog.digests
     folder = str(site)
-    if any(
-        name not in listing or os.stat(os.path.join(folder, name)).st_size != digest.size
+    if catalog.unlisted() or any(
+        os.stat(os.path.join(folder, name)).st_size != digest.size
         for name, digest in digests.items()
     ):
         catalog.clear()
@@ -541,7 +541,7 @@ def _complete_zip(
     copies = groups[ARTIFACT_COPIES]
     optional = {name for names in groups.values() for name in names}
     with _Zip(tmp, mode, catalog, level) as archive:
-        for name in listing:
+        for name in catalog.undigested():  # in listing order
             _add_site_file(archive, site, name, digests)
         for name in listing:  # the deferred files that are not copies of what a page shows
             if _deferred(name) and name not in optional:
@@ -700,6 +700,17 @@ class _Catalog:
             ((_key(name),) for name in _walk(str(site)) if name != MANIFEST_NAME),
         )
         return _Listing(self._db)
+
+    def unlisted(self) -> bool:
+        """Whether a file digested is not in the listing (it was removed since)."""
+        query = "SELECT 1 FROM digest WHERE name NOT IN (SELECT name FROM listing) LIMIT 1"
+        return self._db.execute(query).fetchone() is not None
+
+    def undigested(self) -> list[str]:
+        """The listed files without a digest yet (not handed over), in listing order: one
+        query, not a look-up per file of a site of thousands."""
+        query = "SELECT name FROM listing WHERE name NOT IN (SELECT name FROM digest) ORDER BY name"
+        return [_name(key) for (key,) in self._db.execute(query)]
 
     def clear(self) -> None:
         """Forget the archive's entries and digests (it is started again)."""
