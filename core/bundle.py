@@ -39,7 +39,7 @@ from .worker import WorkerProcess
 #: megabytes (a zip of 25.9 MB under a limit of 25 MiB was called attachable).
 GITHUB_ATTACHMENT_LIMIT = 25_000_000
 #: zlib's fastest level, for a zip expected to stay under the attachment limit at it: a zip
-#: smaller than attachable gains a user nothing, and the default level takes twice the CPU.
+#: smaller than attachable gains a user nothing, and the default level takes far more CPU.
 FAST_LEVEL = 1
 #: zlib's default level, for a zip that may pass the limit at :data:`FAST_LEVEL` (so that every
 #: page goes in, and the copies that fit): the levels above it cost far more CPU for little size.
@@ -916,7 +916,7 @@ class _WorkerLevel:
         return deflate_level(max(self._input, self._copied) * FAST_ZIP_PER_INPUT_BYTE)
 
     def see(self, site: Path, name: str) -> int:
-        """The level for the files after ``name``."""
+        """The level for ``name``, handed over now, and the files after it."""
         if input_copy_kind(name) == RAW_LOG:
             self._copied += os.stat(os.path.join(site, name)).st_size
         return self.level
