@@ -1,16 +1,23 @@
 """What fills a tlsite zip bundle: compressed bytes per kind of entry, read from the archive.
 
     python bench/zip_contents.py SITE.zip [SITE2.zip ...]
+    python bench/zip_contents.py --levels 1,6,9 SITE [SITE2 ...]
 
 Prints one Markdown table per zip: each kind's deflated MB, entry count and size on disk, and
 what the entries' headers (local header and directory record, with the name twice) add.
+With ``--levels``, for site folders instead: what each group of files (those that always go
+in, tlparse's artifact files, the input's copies) deflates to at each zlib level, each file on
+its own as a zip entry, and the CPU seconds deflating took.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import time
 import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -47,10 +54,47 @@ def contents(path: Path) -> tuple[int, dict[str, tuple[int, int, int]], int]:
     return path.stat().st_size, kinds, headers
 
 
+def levels(site: Path, chosen: list[int]) -> None:
+    """Each group of the site's files deflated at each level in ``chosen``: MB and CPU s."""
+    from tlsite.core import bundle  # the bundle's own grouping (PYTHONPATH: the worktree)
+
+    groups: dict[str, list[str]] = {}
+    for name in bundle.site_listing(site):
+        copy = bundle.input_copy_kind(name) is not None
+        group = "input copies" if copy else "artifact files" if bundle._deferred(name) else "rest"
+        groups.setdefault(group, []).append(name)
+    print(f"\n`{site.name}`\n")
+    print(
+        "| group | files | on disk MB | "
+        + " | ".join(f"level {n} MB (CPU s)" for n in chosen)
+        + " |"
+    )
+    print("|---|---:|---:|" + "---:|" * len(chosen))
+    for group, names in groups.items():
+        cells = []
+        for level in chosen:
+            start, deflated = time.process_time(), 0
+            for name in names:
+                packer = zlib.compressobj(level, zlib.DEFLATED, -15)
+                with open(site / name, "rb") as source:
+                    while chunk := source.read(1 << 20):
+                        deflated += len(packer.compress(chunk))
+                deflated += len(packer.flush())
+            cells.append(f"{deflated / 1e6:.2f} ({time.process_time() - start:.2f})")
+        size = sum(os.path.getsize(site / name) for name in names)
+        print(f"| {group} | {len(names):,} | {size / 1e6:.1f} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("zips", nargs="+", type=Path)
-    for path in parser.parse_args().zips:
+    parser.add_argument("--levels", help="site folders: deflate at these levels (1,6,9)")
+    args = parser.parse_args()
+    if args.levels:
+        for site in args.zips:
+            levels(site, [int(n) for n in args.levels.split(",")])
+        return
+    for path in args.zips:
         total, kinds, headers = contents(path)
         print(f"\n`{path.name}`: {total / 1e6:.2f} MB\n")
         print("| kind | deflated MB | entries | on disk MB |\n|---|---:|---:|---:|")
