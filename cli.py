@@ -12,6 +12,7 @@ failed (``128 + N`` when signal N ended it).
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import os
 import sys
@@ -209,6 +210,7 @@ def _add_trace_options(parser: argparse.ArgumentParser, *, latest: bool = True) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    _freeze_at_exit()
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
     if argv[:1] == ["run"] and "--" in argv:
@@ -246,6 +248,19 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated as exc:  # SIGTERM: the ``finally`` blocks removed the scratch folders
         return _fail("terminated", int(exc.code or EXIT_TERMINATED))
     return EXIT_USAGE
+
+
+def _freeze_at_exit() -> None:
+    """Have the interpreter's exit leave what the process made to the operating system.
+
+    A command's process ends with it, and its memory goes back as a whole; but the exit
+    first runs full garbage collections over every object the command made (MkDocs and the
+    other imports, the trace's model, pages), which find next to nothing to free. Frozen, they
+    are skipped. Cyclic garbage left at exit is then not finalized, which Python does not
+    promise anyway: tlsite closes its files and removes its scratch folders itself.
+    """
+    atexit.unregister(gc.freeze)  # once, however often main() runs in one process
+    atexit.register(gc.freeze)
 
 
 def _looks_like_a_trace_path(word: str) -> bool:

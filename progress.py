@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from types import TracebackType
 from typing import Any
 
@@ -9,6 +10,8 @@ from tlsite.terminal import markup_safe
 
 #: The unit of a stage that counts bytes (shown in MB, not as raw byte counts).
 BYTES = "bytes"
+#: Seconds a build runs before its bar is drawn: a build over by then draws none.
+SHOW_AFTER_S = 0.5
 
 
 def amount(completed: float, total: float | None, unit: str = "") -> str:
@@ -21,24 +24,45 @@ def amount(completed: float, total: float | None, unit: str = "") -> str:
 
 
 class Progress:
-    """One bar per stage: bytes read while parsing, pages written while building."""
+    """One bar per stage: bytes read while parsing, pages written while building.
 
-    def __init__(self, *, enabled: bool, console: Any = None) -> None:
+    The bar is drawn once the build has run for ``delay`` seconds (by a timer thread), with
+    the stage it is in and how far it got. A small build is over before: a bar it flashed
+    was nothing to read, and importing rich and drawing from a thread cost it more than it
+    showed.
+    """
+
+    def __init__(self, *, enabled: bool, console: Any = None, delay: float = SHOW_AFTER_S) -> None:
         self.enabled = enabled
         self._console = console
+        self._delay = delay
+        self._lock = threading.Lock()  # the timer's thread draws the bar, the build steps it
+        self._timer: threading.Timer | None = None
         self._progress: Any = None
         self._task: Any = None
+        self._stage: tuple[str, float | None, str] | None = None  # until the bar is drawn
+        self._done: float = 0
 
     def __enter__(self) -> Progress:
-        if self.enabled:
-            from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as RichProgress
-            from rich.text import Text
+        if self.enabled and self._delay <= 0:
+            self._draw()
+        elif self.enabled:
+            self._timer = threading.Timer(self._delay, self._draw)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
 
-            class Amount(ProgressColumn):  # here: rich is imported only when a bar is shown
-                def render(self, task: Any) -> Text:
-                    return Text(amount(task.completed, task.total, task.fields.get("unit", "")))
+    def _draw(self) -> None:
+        """Draw the bar, with the current stage as far as it got."""
+        from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
+        from rich.text import Text
 
+        class Amount(ProgressColumn):  # here: rich is imported only when a bar is drawn
+            def render(self, task: Any) -> Text:
+                return Text(amount(task.completed, task.total, task.fields.get("unit", "")))
+
+        with self._lock:
             self._progress = RichProgress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -48,19 +72,32 @@ class Progress:
                 console=self._console,
             )
             self._progress.__enter__()
-        return self
+            if self._stage is not None:
+                text, total, unit = self._stage
+                self._task = self._progress.add_task(
+                    markup_safe(text), total=total, unit=unit, completed=self._done
+                )
 
     def stage(self, text: str, total: float | None = None, *, unit: str = "") -> None:
         """Start a stage of ``total`` steps (``unit`` :data:`BYTES`: bytes, shown in MB)."""
-        if self._progress is None:
+        if not self.enabled:
             return
-        if self._task is not None:
-            self._progress.update(self._task, visible=False)
-        self._task = self._progress.add_task(markup_safe(text), total=total, unit=unit)
+        with self._lock:
+            if self._progress is None:
+                self._stage, self._done = (text, total, unit), 0
+                return
+            if self._task is not None:
+                self._progress.update(self._task, visible=False)
+            self._task = self._progress.add_task(markup_safe(text), total=total, unit=unit)
 
     def advance(self, amount: float = 1) -> None:
-        if self._progress is not None and self._task is not None:
-            self._progress.advance(self._task, amount)
+        if not self.enabled:
+            return
+        with self._lock:
+            if self._progress is None:
+                self._done += amount
+            elif self._task is not None:
+                self._progress.advance(self._task, amount)
 
     def __exit__(
         self,
@@ -68,5 +105,8 @@ class Progress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._timer is not None:
+            self._timer.cancel()  # a bar not drawn yet never is; one being drawn is waited for
+            self._timer.join()
         if self._progress is not None:
             self._progress.__exit__(exc_type, exc, tb)

@@ -347,7 +347,7 @@ def test_progress_counts_bytes_in_megabytes() -> None:
 
     screen = io.StringIO()
     console = Console(file=screen, force_terminal=True, width=100, color_system=None)
-    with Progress(enabled=True, console=console) as bar:
+    with Progress(enabled=True, console=console, delay=0) as bar:
         bar.stage("Reading trace.log", 250_000_000, unit=BYTES)
         bar.advance(125_000_000)
         bar._progress.refresh()
