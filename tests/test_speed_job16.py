@@ -1,0 +1,58 @@
+"""A multi-rank job's per-site work done once per process (issue #19), the same site as before.
+
+A job's site is built as many MkDocs sites (a landing page, a report per rank, a comparison
+per diverging pair of ranks), several in each process: what does not depend on the site is
+looked up once per process. Checked on the real 16-rank DDP job of ``tests/fixtures/traces/
+ddp16``; with ``TLSITE_BASE_REV`` set to the revision before the change, the slow test builds
+it with both revisions and compares every file of the sites and every entry of their zips.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from corpus import FIXTURE_TRACES
+from revisions import assert_built_as_by_base, needs_base_rev
+
+from tlsite.mkdocs_plugin.site_config import build_site, site_config
+
+JOB = FIXTURE_TRACES / "ddp16" / "ddp16.7z"
+
+
+def _small_site(folder: Path) -> None:
+    docs = folder / "docs"
+    docs.mkdir(parents=True)
+    (docs / "index.md").write_text("# A page\n\nText.\n", encoding="utf-8")
+    config = site_config(docs_dir=str(docs), site_dir=str(folder / "site"), site_name="x")
+    build_site(config, config_dir=str(folder))
+
+
+def test_sites_of_a_process_list_the_installed_themes_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MkDocs finds the theme among every installed package's entry points, and forgot the
+    list after each site: a 16-rank job scanned them two dozen times."""
+    _small_site(tmp_path / "first")
+    from mkdocs import utils
+
+    scans = []
+    scan = utils.entry_points  # what MkDocs lists the installed themes with
+
+    def counted(**kwargs: object) -> object:
+        scans.append(kwargs)
+        return scan(**kwargs)
+
+    monkeypatch.setattr(utils, "entry_points", counted)
+    for name in ("second", "third"):
+        _small_site(tmp_path / name)
+    assert scans == []
+    assert (tmp_path / "third" / "site" / "index.html").is_file()
+
+
+@pytest.mark.slow
+@needs_base_rev
+def test_the_ddp16_job_is_built_as_by_the_base_revision(tmp_path: Path) -> None:
+    """Every page of the landing, rank and comparison sites, the search indexes and the zip's
+    entries: byte for byte what the revision before the change builds."""
+    assert_built_as_by_base(JOB, tmp_path)
