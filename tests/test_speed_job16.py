@@ -15,6 +15,9 @@ import pytest
 from corpus import FIXTURE_TRACES
 from revisions import assert_built_as_by_base, needs_base_rev
 
+from tlsite.core import load_source, resolve_input
+from tlsite.core.analysis.diff import diff_traces
+from tlsite.mkdocs_plugin import diff_build, stamp
 from tlsite.mkdocs_plugin.site_config import build_site, site_config
 
 JOB = FIXTURE_TRACES / "ddp16" / "ddp16.7z"
@@ -48,6 +51,46 @@ def test_sites_of_a_process_list_the_installed_themes_once(
         _small_site(tmp_path / name)
     assert scans == []
     assert (tmp_path / "third" / "site" / "index.html").is_file()
+
+
+def _comparison_site(out: Path, monkeypatch: pytest.MonkeyPatch, *, stamped: bool) -> int:
+    """Build the comparison of ranks 6 and 3 into ``out``; how many pages the stamp wrote."""
+    stamps: list[stamp.PageStamp] = []
+
+    class Counted(stamp.PageStamp):
+        def __init__(self, files: object) -> None:
+            super().__init__(files)  # type: ignore[arg-type]
+            stamps.append(self)
+
+    with monkeypatch.context() as patch, resolve_input(str(JOB)) as resolved:
+        patch.setattr(stamp, "ENABLED", stamped)
+        patch.setattr(diff_build, "PageStamp", Counted)
+        logs = {log.rank: log for log in resolved.logs}
+        before, after = load_source(logs[6]), load_source(logs[3])
+        try:
+            diff_build.build_diff_site(diff_traces(before, after), out, in_job=True)
+        finally:
+            before.close()
+            after.close()
+    return sum(s.stamped for s in stamps)
+
+
+def test_a_comparison_writes_its_compile_pages_from_one_render_of_the_template(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job's comparison of two ranks has a page per compile outside its navigation; Material's
+    page template rendered each in full. Written from the stamp, every file is the same."""
+    written = _comparison_site(tmp_path / "stamped", monkeypatch, stamped=True)
+    _comparison_site(tmp_path / "material", monkeypatch, stamped=False)
+    ours = {p.relative_to(tmp_path / "stamped"): p for p in (tmp_path / "stamped").rglob("*")}
+    theirs = {p.relative_to(tmp_path / "material"): p for p in (tmp_path / "material").rglob("*")}
+    assert ours.keys() == theirs.keys()
+    compile_pages = [p for p in ours if p.parts[0] == "compiles" and p.suffix == ".html"]
+    assert len(compile_pages) >= 5
+    # the first page of each shape is rendered in full (and compared); the others are stamped
+    assert written >= len(compile_pages) - 2
+    files = [p for p in ours if ours[p].is_file()]
+    assert [str(p) for p in files if ours[p].read_bytes() != theirs[p].read_bytes()] == []
 
 
 @pytest.mark.slow
