@@ -10,9 +10,11 @@ it with both revisions and compares every file of the sites and every entry of t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from corpus import FIXTURE_TRACES
+from material.plugins.search.plugin import SearchIndex
 from revisions import assert_built_as_by_base, needs_base_rev
 
 from tlsite.core import load_source, resolve_input
@@ -53,18 +55,29 @@ def test_sites_of_a_process_list_the_installed_themes_once(
     assert (tmp_path / "third" / "site" / "index.html").is_file()
 
 
-def _comparison_site(out: Path, monkeypatch: pytest.MonkeyPatch, *, stamped: bool) -> int:
-    """Build the comparison of ranks 6 and 3 into ``out``; how many pages the stamp wrote."""
+def _comparison_site(out: Path, monkeypatch: pytest.MonkeyPatch, *, fast: bool) -> list[str]:
+    """Build the comparison of ranks 6 and 3 into ``out``, with tlsite's fast paths or with
+    Material's page template and search parser for every page; what wrote each page (the
+    stamp, or Material's search parser)."""
+    written: list[str] = []
     stamps: list[stamp.PageStamp] = []
 
     class Counted(stamp.PageStamp):
-        def __init__(self, files: object) -> None:
-            super().__init__(files)  # type: ignore[arg-type]
+        def __init__(self, files: Any) -> None:
+            super().__init__(files)
             stamps.append(self)
 
+    def parsed(index: SearchIndex, page: Any) -> None:
+        written.append("material search")
+        material_parse(index, page)
+
+    material_parse = SearchIndex.add_entry_from_context
     with monkeypatch.context() as patch, resolve_input(str(JOB)) as resolved:
-        patch.setattr(stamp, "ENABLED", stamped)
+        patch.setattr(stamp, "ENABLED", fast)
         patch.setattr(diff_build, "PageStamp", Counted)
+        patch.setattr(SearchIndex, "add_entry_from_context", parsed)
+        if not fast:
+            patch.setattr(diff_build, "ReportSearchIndex", SearchIndex)
         logs = {log.rank: log for log in resolved.logs}
         before, after = load_source(logs[6]), load_source(logs[3])
         try:
@@ -72,25 +85,29 @@ def _comparison_site(out: Path, monkeypatch: pytest.MonkeyPatch, *, stamped: boo
         finally:
             before.close()
             after.close()
-    return sum(s.stamped for s in stamps)
+    return written + ["stamp"] * sum(s.stamped for s in stamps)
 
 
-def test_a_comparison_writes_its_compile_pages_from_one_render_of_the_template(
+def test_a_comparison_site_writes_its_pages_as_a_report_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A job's comparison of two ranks has a page per compile outside its navigation; Material's
-    page template rendered each in full. Written from the stamp, every file is the same."""
-    written = _comparison_site(tmp_path / "stamped", monkeypatch, stamped=True)
-    _comparison_site(tmp_path / "material", monkeypatch, stamped=False)
-    ours = {p.relative_to(tmp_path / "stamped"): p for p in (tmp_path / "stamped").rglob("*")}
+    """A job's comparison of two ranks has a page per compile outside its navigation: Material
+    rendered its page template for each in full, and parsed every page's HTML again for its
+    search index. Written from the stamp and indexed by tlsite's reader, every file (pages,
+    search index) is the same."""
+    fast = _comparison_site(tmp_path / "fast", monkeypatch, fast=True)
+    material = _comparison_site(tmp_path / "material", monkeypatch, fast=False)
+    ours = {p.relative_to(tmp_path / "fast"): p for p in (tmp_path / "fast").rglob("*")}
     theirs = {p.relative_to(tmp_path / "material"): p for p in (tmp_path / "material").rglob("*")}
     assert ours.keys() == theirs.keys()
-    compile_pages = [p for p in ours if p.parts[0] == "compiles" and p.suffix == ".html"]
-    assert len(compile_pages) >= 5
-    # the first page of each shape is rendered in full (and compared); the others are stamped
-    assert written >= len(compile_pages) - 2
     files = [p for p in ours if ours[p].is_file()]
     assert [str(p) for p in files if ours[p].read_bytes() != theirs[p].read_bytes()] == []
+    compile_pages = [p for p in files if p.parts[0] == "compiles" and p.suffix == ".html"]
+    assert len(compile_pages) >= 5
+    # the first page of each shape is rendered in full (and compared); the others are stamped
+    assert fast.count("stamp") >= len(compile_pages) - 2
+    assert "material search" not in fast
+    assert material.count("material search") == len(compile_pages) + 1  # and the index page
 
 
 @pytest.mark.slow
