@@ -13,7 +13,6 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from material.plugins.search.plugin import SearchIndex
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import Files, InclusionLevel
 
@@ -28,7 +27,6 @@ from tlsite.core.render.templating import render_markdown
 
 from .csp import add_csp, add_csp_to_template
 from .job_theme import InJob
-from .search_index import ReportSearchIndex
 from .site_config import build_site, site_config
 from .stamp import STAMP_TEMPLATE, PageStamp
 
@@ -36,19 +34,19 @@ DIFF_JSON = "diff.json"
 
 
 class _DiffPolicy(BasePlugin):
-    """The report pages' Content-Security-Policy: diff pages show trace text too. As a
-    report's, the pages outside the navigation (one per compile) are written from one render
-    of Material's template (:class:`~.stamp.PageStamp`), and the search index divides the
-    pages without Material's HTML parser (:class:`~.search_index.ReportSearchIndex`)."""
+    """The report pages' Content-Security-Policy: diff pages show trace text too. The pages
+    outside the navigation (one per compile) are written from one render of Material's
+    template (:class:`~.stamp.PageStamp`), as a report's are.
+
+    Their search index stays Material's: :class:`~.search_index.ReportSearchIndex` indexes
+    a section repeated on many pages once, for the code index to list the others, and a
+    comparison site has no code index."""
 
     def __init__(self) -> None:
         super().__init__()
         self._stamp: PageStamp | None = None
 
     def on_files(self, files: Files, /, *, config: Any) -> Files:
-        search = config.plugins.get("material/search")
-        if type(getattr(search, "search_index", None)) is SearchIndex:
-            search.search_index = ReportSearchIndex(**search.search_index.config)
         in_nav = set(_nav_paths(config.nav))
         for file in files.documentation_pages():
             if file.src_uri not in in_nav:  # reached from the index page's links
