@@ -251,12 +251,11 @@ def _build_ranks(
     """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports.
 
     With ``zipper``, each rank's finished folder is compressed while the next ranks, the
-    landing page and the diffs are built (by default, ranks are then built by one process
-    fewer than the cores). Folders are handed over in rank order, whichever rank finishes
-    first, so that the same job gives the same archive.
+    landing page and the diffs are built. Folders are handed over in rank order, whichever
+    rank finishes first, so that the same job gives the same archive.
     """
     # only a job needs them (and the diff and landing-page modules they import)
-    from tlsite.core.multirank import default_jobs, job_ranks
+    from tlsite.core.multirank import job_ranks
 
     from .multirank_build import build_multirank
 
@@ -274,10 +273,6 @@ def _build_ranks(
             for path in site_files(site / f"rank_{waiting.pop(0)}"):
                 zipper.add(path)
 
-    if jobs is None and zipper is not None:
-        # the zip's helper compresses on a core of its own: a rank process more than the
-        # cores left only took turns with it, and cost its own interpreter and imports
-        jobs = max(1, default_jobs() - 1)
     outcome = build_multirank(
         resolved, site, jobs=jobs, export_mode=export_mode, on_rank=on_rank, redactor=redactor
     )

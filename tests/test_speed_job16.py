@@ -16,10 +16,9 @@ import pytest
 from corpus import FIXTURE_TRACES
 from revisions import assert_built_as_by_base, needs_base_rev
 
-from tlsite.core import load_source, multirank, resolve_input
+from tlsite.core import load_source, resolve_input
 from tlsite.core.analysis.diff import diff_traces
 from tlsite.mkdocs_plugin import diff_build, stamp
-from tlsite.mkdocs_plugin.pipeline import build
 from tlsite.mkdocs_plugin.site_config import build_site, site_config
 
 JOB = FIXTURE_TRACES / "ddp16" / "ddp16.7z"
@@ -95,53 +94,6 @@ def test_a_comparison_writes_its_compile_pages_from_one_render_of_the_template(
     assert len(compile_pages) >= 5
     # the first page of each shape is rendered in full (and compared); the others are stamped
     assert stamped >= len(compile_pages) - 2
-
-
-class _Started(Exception):
-    """Raised in place of starting the rank helpers (the test has seen how many)."""
-
-
-def _rank_processes(cores: int, tmp: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> int:
-    """How many processes build the ddp16 job's ranks on a machine of ``cores``."""
-    started: list[int] = []
-
-    def run_tasks(function: str, tasks: Any, workers: int, *, here: bool = False) -> Any:
-        started.append(workers)
-        raise _Started
-
-    monkeypatch.setattr(multirank.os, "cpu_count", lambda: cores)
-    monkeypatch.setattr(multirank, "run_tasks", run_tasks)
-    with pytest.raises(_Started):
-        build(str(JOB), tmp / "site", **options)
-    return started[0]
-
-
-@pytest.mark.parametrize(("cores", "processes"), [(4, 3), (8, 7)])
-def test_ranks_leave_the_zip_helper_a_core(
-    cores: int, processes: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The zip bundle of a job is compressed by a helper while the ranks are built: one
-    process per core for the ranks made one process more than the cores."""
-    assert _rank_processes(cores, tmp_path, monkeypatch) == processes
-    # no zip helper (no bundle), or a number asked for: as many as that
-    assert _rank_processes(cores, tmp_path, monkeypatch, make_zip=False) == cores
-    assert _rank_processes(cores, tmp_path, monkeypatch, jobs=cores) == cores
-
-
-@pytest.mark.slow
-def test_on_two_cores_the_job_is_built_beside_the_zip_helper_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On two cores no helper builds ranks: the build process builds them all, the zip
-    helper compresses on the other core. The site and zip are the job's."""
-    helpers: list[int] = []
-    monkeypatch.setattr(multirank.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(multirank, "run_tasks", lambda *a, **k: helpers.append(1))
-    outcome = build(str(JOB), tmp_path / "site")
-    assert helpers == []
-    assert outcome.bundle is not None and outcome.bundle.stat().st_size > 0
-    ranks = sorted(p.name for p in outcome.site.glob("rank_*"))
-    assert ranks == sorted(f"rank_{n}" for n in range(16))
 
 
 @pytest.mark.slow
