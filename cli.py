@@ -181,8 +181,7 @@ def _add_trace_options(parser: argparse.ArgumentParser, *, latest: bool = True) 
     parser.add_argument(
         "--jobs",
         type=int,
-        help="ranks read at a time for a folder of rank logs (default: one per core; one "
-        "fewer while the zip is compressed during the build)",
+        help="ranks read at a time for a folder of rank logs (default: one per core)",
     )
     parser.add_argument(
         "--all-ranks-html",
