@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mkdocs.plugins import BasePlugin
+from mkdocs.structure.files import Files, InclusionLevel
 
 from tlsite.core import ResolvedInput, load_source
 from tlsite.core.analysis.diff import TraceDiff, diff_traces
@@ -27,18 +28,56 @@ from tlsite.core.render.templating import render_markdown
 from .csp import add_csp, add_csp_to_template
 from .job_theme import InJob
 from .site_config import build_site, site_config
+from .stamp import STAMP_TEMPLATE, PageStamp
 
 DIFF_JSON = "diff.json"
 
 
 class _DiffPolicy(BasePlugin):
-    """The report pages' Content-Security-Policy: diff pages show trace text too."""
+    """The report pages' Content-Security-Policy: diff pages show trace text too. The pages
+    outside the navigation (one per compile) are written from one render of Material's
+    template (:class:`~.stamp.PageStamp`), as a report's are.
+
+    Their search index stays Material's: :class:`~.search_index.ReportSearchIndex` indexes
+    a section repeated on many pages once, for the code index to list the others, and a
+    comparison site has no code index."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stamp: PageStamp | None = None
+
+    def on_files(self, files: Files, /, *, config: Any) -> Files:
+        in_nav = set(_nav_paths(config.nav))
+        for file in files.documentation_pages():
+            if file.src_uri not in in_nav:  # reached from the index page's links
+                file.inclusion = InclusionLevel.NOT_IN_NAV
+        return files
+
+    def on_nav(self, nav: Any, /, *, config: Any, files: Files) -> None:
+        self._stamp = PageStamp(files)
+
+    def on_page_markdown(self, markdown: str, /, *, page: Any, config: Any, files: Any) -> None:
+        if self._stamp is not None and self._stamp.select(page):
+            page.meta["template"] = STAMP_TEMPLATE
+
+    def on_env(self, env: Any, /, *, config: Any, files: Files) -> Any:
+        if self._stamp is not None:
+            env.globals["tlsite_stamp"] = self._stamp
+        return env
 
     def on_post_page(self, output: str, /, *, page: Any, config: Any) -> str:
         return add_csp(output, page=page, config=config)
 
     def on_post_template(self, output_content: str, /, *, template_name: str, config: Any) -> str:
         return add_csp_to_template(output_content, template_name=template_name, config=config)
+
+
+def _nav_paths(nav: Any) -> list[str]:
+    """The pages a ``nav`` setting (lists of ``{title: path or [children]}``) names."""
+    if isinstance(nav, str):
+        return [nav]
+    items = nav.values() if isinstance(nav, dict) else nav or []
+    return [path for item in items for path in _nav_paths(item)]
 
 
 def diff_json(diff: TraceDiff) -> str:

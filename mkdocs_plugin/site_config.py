@@ -9,12 +9,13 @@ built by ``mkdocs build`` or a compatible tool.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fnmatch
 import functools
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -201,11 +202,12 @@ def build_site(
     # the mapping as options of an empty file: the same configuration as its YAML would give
     # (the plain data of site_config), without writing and parsing it (MkDocs' YAML loader is
     # pure Python); a copy, as YAML gave one, for MkDocs keeps and may change what it is given
-    cfg = load_config(
-        config_file=io.StringIO("{}"),
-        config_file_path=str(Path(config_dir) / "mkdocs.yml"),
-        **copy.deepcopy(config),
-    )
+    with _themes_listed_once():
+        cfg = load_config(
+            config_file=io.StringIO("{}"),
+            config_file_path=str(Path(config_dir) / "mkdocs.yml"),
+            **copy.deepcopy(config),
+        )
     for name, plugin in {**(extra_plugins or {}), "tlsite_site": _of_its_own()}.items():
         cfg.plugins[name] = plugin
     # a job builds a site per rank, a few ranks per process: theme work once per process
@@ -224,6 +226,38 @@ def build_site(
         if pin_date:
             os.environ.pop("SOURCE_DATE_EPOCH", None)
         cfg.plugins.on_shutdown()
+
+
+@functools.cache
+def _installed_themes() -> dict[str, Any]:
+    """The installed MkDocs themes by name (entry points), as MkDocs lists them."""
+    from mkdocs import utils
+
+    return dict(utils.get_themes())
+
+
+@contextlib.contextmanager
+def _themes_listed_once() -> Iterator[None]:
+    """Within: MkDocs finds the installed themes in a list made once per process.
+
+    MkDocs lists them from every installed package's entry points and forgets the list each
+    time it loads a theme (``Theme._load_theme_config``), so every site's configuration
+    scanned the packages again: a job builds a site per rank and per comparison.
+    """
+    from mkdocs import utils
+
+    installed = _installed_themes()
+
+    def get_themes() -> dict[str, Any]:
+        return dict(installed)
+
+    get_themes.cache_clear = lambda: None  # type: ignore[attr-defined]
+    listing = utils.get_themes
+    utils.get_themes = get_themes  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        utils.get_themes = listing
 
 
 class _ThemeLoader(jinja2.FileSystemLoader):
