@@ -12,6 +12,8 @@ byte for byte what the base revision built.
 
 from __future__ import annotations
 
+import errno
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,9 +33,15 @@ TRAINING = sorted(TORCH_213.glob(TRAINING_TRACE_GLOB))[0] if TORCH_213.exists() 
 needs_training = pytest.mark.skipif(TRAINING is None, reason="no torch 2.13 training trace")
 
 
-def test_copy_into_writes_the_bytes_html_gives(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sendfile", [True, False], ids=["sendfile", "no-sendfile"])
+def test_copy_into_writes_the_bytes_html_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sendfile: bool
+) -> None:
     """With the block id put in, after what the page file holds already; code that holds
-    the id's marker itself gets it replaced there too, as ``html()`` does."""
+    the id's marker itself gets it replaced there too, as ``html()`` does. Without
+    ``sendfile`` (Windows; macOS sends only to sockets) the bytes are read and written."""
+    if not sendfile:
+        monkeypatch.setattr(os, "sendfile", _no_sendfile, raising=False)
     code = tmp_path / "pack"
     texts = [
         "def f(x):\n    return x + 1  # plain\n",
@@ -62,6 +70,10 @@ def test_copy_into_writes_the_bytes_html_gives(tmp_path: Path) -> None:
                 assert BLOCK_ID not in page.read_text(encoding="utf-8")
         finally:
             highlighter.close()
+
+
+def _no_sendfile(*args: object) -> int:
+    raise OSError(errno.ENOTSOCK, "sendfile to a file")
 
 
 @needs_training

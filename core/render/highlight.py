@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import BinaryIO
 
-from ..store import read_slice
+from ..store import copy_range, read_slice
 from ..worker import WorkerProcess
 from . import fastlex
 
@@ -364,13 +364,7 @@ class Highlighter:
         offset = self._offset_of[number]
         first = os.pread(descriptor, head, offset)
         dest.write(first.replace(_BLOCK_MARK, block_id.encode("utf-8")))
-        dest.flush()
-        offset, left = offset + head, size - head
-        while left > 0:
-            sent = os.sendfile(dest.fileno(), descriptor, offset, left)
-            if sent == 0:
-                raise OSError(f"{self._packs[self._pack_of[number]]}: ends before its block")
-            offset, left = offset + sent, left - sent
+        copy_range(descriptor, offset + head, size - head, dest)
 
     def close(self) -> None:
         """Stop the workers: at once if blocks are still being rendered (the build failed
