@@ -70,8 +70,8 @@ class ReportPages:
 
     #: Convert each page only when it is written (see :class:`DeferredPage`).
     defer_bodies = True
-    #: Put the code into each page once MkDocs has written it (see :func:`_put_code`): only
-    #: where no other plugin reads the pages after this one.
+    #: Put the code into each page once MkDocs has written it (see :func:`_put_code`): in
+    #: tlsite's own site, when no other plugin sees the pages after this one.
     code_after_writing = False
 
     def __init__(
@@ -240,6 +240,7 @@ class ReportPages:
         if blocks is None or self._highlighter is None:
             return add_csp(output, page=page, config=config, head=head)
         highlighter = self._highlighter
+        after_writing = self.code_after_writing and self._last_to_see(config)
         later: list[tuple[str, str]] = []  # (token, key) of the code put in once written
 
         def insert(match: re.Match[str]) -> str:
@@ -248,7 +249,7 @@ class ReportPages:
             if block is None:
                 return match.group(0)
             if isinstance(block, CodeBlock):
-                if self.code_after_writing:
+                if after_writing:
                     later.append((token, block.key))
                     return match.group(0)
                 return highlighter.html(block.key, token)
@@ -266,6 +267,12 @@ class ReportPages:
     def _policy_in_head(self, page: Any) -> bool:
         """Whether ``page`` gets the policy without the marker tlsite's theme leaves for it."""
         return False
+
+    def _last_to_see(self, config: MkDocsConfig) -> bool:
+        """Whether this report's plugin is the last to see a page before MkDocs writes it
+        (a plugin after it would see the code's placeholders, not the code)."""
+        handlers = config.plugins.events.get("post_page") or [None]
+        return getattr(getattr(handlers[-1], "__self__", None), "_report", None) is self
 
     # -- the end ----------------------------------------------------------------------------
     def on_post_build(self, config: MkDocsConfig) -> None:

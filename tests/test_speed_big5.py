@@ -17,15 +17,18 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pytest
 from corpus import PROJECT_ROOT, TORCH_213, TRAINING_TRACE_GLOB
+from mkdocs.plugins import BasePlugin
 from revisions import BASE_REV, cli_build, site_files, snapshot, zip_entries
 
 from tlsite.cli import build
+from tlsite.core import load
 from tlsite.core.render.highlight import BLOCK_ID, CodeBlock, Highlighter
 from tlsite.mkdocs_plugin import pipeline
+from tlsite.mkdocs_plugin.build import build_report
 
 #: The revision whose sites are the reference: the one these changes started from.
 BASE = BASE_REV or "d7b642c"
@@ -107,6 +110,33 @@ def test_an_own_site_puts_code_into_its_pages_without_decoding_it(
         assert "<!--tlsite-code:" not in text
         assert BLOCK_ID not in text
     assert sum(text.count('data-block="artifact-') for text in pages) == len(copied)
+
+
+@needs_training
+def test_a_plugin_after_tlsites_sees_the_code_in_every_page(tmp_path: Path) -> None:
+    """A plugin that sees pages after tlsite's (a user's minifier, say) gets them with
+    their code in, as MkDocs would have written them: then the code is not put in later."""
+
+    class Later(BasePlugin):  # type: ignore[type-arg]
+        def on_post_page(self, output: str, /, *, page: Any, config: Any) -> str:
+            seen.append("<!--tlsite-code:" not in output)
+            return output
+
+    seen: list[bool] = []
+    later = Later()
+    later.load_config({})
+    trace = load(str(TRAINING))
+    try:
+        site = tmp_path / "later"
+        build_report(trace, site, raw_log=TRAINING, extra_plugins={"later": later})
+    finally:
+        trace.close()
+    alone = build(str(TRAINING), tmp_path / "alone", make_zip=False).site
+    assert seen and all(seen)
+    pages = sorted(p.relative_to(alone) for p in alone.glob("-_*/index.html"))
+    assert pages
+    for page in pages:
+        assert (site / page).read_bytes() == (alone / page).read_bytes(), page
 
 
 def _big_trace(folder: Path) -> Path:
