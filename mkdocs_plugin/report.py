@@ -8,8 +8,9 @@ code index. Two roles differ in what the site around the report is:
 * :class:`OwnSite`: tlsite's theme is the site's (``tlsite build``, ``tlsite markdown``'s tree
   built with the plugin): the tlparse files are written before the pages (a zip bundle
   compresses them while pages render), each page is converted only when it is written,
-  search is indexed by :class:`ReportSearchIndex`, and pages outside the nav are written
-  from one render of Material's template (:class:`PageStamp`);
+  search is indexed by :class:`ReportSearchIndex`, pages outside the nav are written
+  from one render of Material's template (:class:`PageStamp`), and the code goes into
+  each page once MkDocs has written it (:func:`_put_code`);
 * :class:`InOtherSite`: a user's site embeds the report (``- tlsite:`` in their ``mkdocs.yml``,
   their theme): it gets the Markdown extensions and assets the report needs, its plugins may
   read any page's Markdown at any time, the tlparse files are written after the build, and

@@ -6,7 +6,8 @@ so pages carry a placeholder for each block and the HTML is inserted after index
 are highlighted once per distinct content (a recompile storm repeats the same code) by
 helper processes (:mod:`tlsite.core.worker`), which a big build starts before it reads the
 trace (see :func:`~tlsite.core.render.pages.highlight_ahead`); the HTML goes to one pack
-file per process on disk rather than into memory.
+file per process on disk rather than into memory, and from there into the pages
+(:meth:`Highlighter.copy_into`).
 
 The HTML has the structure pymdownx.highlight writes (``div.language-X.highlight > pre >
 code``, one ``span`` per line), so the theme's styles and copy button apply. Lines carry no
