@@ -51,6 +51,7 @@ from typing import Any, BinaryIO
 from .cleanup import make_scratch, remove_scratch
 from .records import HEADER, HEADER_WINDOW
 from .stats import SHOWS_WHAT_CAME_BEFORE, LogPart
+from .store import copy_range
 
 DEFAULT_MAX_UNPACKED_BYTES = 8 << 30
 """Most bytes we unpack from one archive (the logs we read, not the whole archive)."""
@@ -647,14 +648,11 @@ def _gunzipped(raw: BinaryIO, display: str, breaks: list[str], limit: int | None
 
 
 def _copy_prefix(src: str, dest: str | os.PathLike[str], size: int) -> bool:
-    """Copy the first ``size`` bytes of ``src`` in the kernel; False where that is not possible."""
-    if not hasattr(os, "sendfile"):
-        return False
+    """Copy the first ``size`` bytes of ``src`` (in the kernel where it can); False when the
+    file no longer holds them."""
     with open(src, "rb") as inp, open(dest, "wb") as out:
-        left = size
         try:
-            while left > 0 and (n := os.sendfile(out.fileno(), inp.fileno(), None, left)):
-                left -= n
+            copy_range(inp.fileno(), 0, size, out)
         except OSError:
             return False
     return True

@@ -128,8 +128,11 @@ class PayloadStore:
 
     def copy_to(self, ref: PayloadRef, dest: str | os.PathLike[str]) -> None:
         """Write the payload to ``dest`` (replacing what is there; its folder exists)."""
-        with open(dest, "wb") as target:
-            target.write(self.read_bytes(ref))
+        self.flush()
+        if self._reader is None:
+            self._reader = open(self.pack_path, "rb")  # noqa: SIM115
+        with open(dest, "wb") as target:  # (the reader's position is left alone)
+            copy_range(self._reader.fileno(), ref.offset, ref.size, target)
 
     def spill_path(self, name: str) -> Path:
         """A scratch file beside the pack (raw.jsonl and chromium events are spilled here)."""
@@ -146,6 +149,27 @@ class PayloadStore:
     def __del__(self) -> None:  # best effort: temporary stores do not outlive the model
         with contextlib.suppress(Exception):
             self.close()
+
+
+def copy_range(source: int, offset: int, size: int, target: BinaryIO) -> None:
+    """Write ``size`` bytes of the file open as ``source`` (a descriptor), from ``offset``,
+    to ``target`` (a file open for writing), copied by the kernel where it can
+    (``sendfile``): a big trace's pages and tlparse files are hundreds of megabytes, which
+    reading into this process and writing out again costs several times as much."""
+    target.flush()
+    sendfile = getattr(os, "sendfile", None)  # not on Windows; to files only on Linux
+    with contextlib.suppress(OSError):
+        while sendfile is not None and size > 0:
+            sent = sendfile(target.fileno(), source, offset, size)
+            if sent == 0:
+                break  # the file ends early: said below
+            offset, size = offset + sent, size - sent
+    while size > 0:
+        chunk = os.pread(source, min(size, 1 << 20), offset)
+        if not chunk:
+            raise OSError(f"the file ends {size} bytes before the {offset + size} copied")
+        target.write(chunk)
+        offset, size = offset + len(chunk), size - len(chunk)
 
 
 def read_slice(path: str | os.PathLike[str], offset: int, size: int) -> bytes:

@@ -8,8 +8,9 @@ code index. Two roles differ in what the site around the report is:
 * :class:`OwnSite`: tlsite's theme is the site's (``tlsite build``, ``tlsite markdown``'s tree
   built with the plugin): the tlparse files are written before the pages (a zip bundle
   compresses them while pages render), each page is converted only when it is written,
-  search is indexed by :class:`ReportSearchIndex`, and pages outside the nav are written
-  from one render of Material's template (:class:`PageStamp`);
+  search is indexed by :class:`ReportSearchIndex`, pages outside the nav are written
+  from one render of Material's template (:class:`PageStamp`), and the code goes into
+  each page once MkDocs has written it (:func:`_put_code`);
 * :class:`InOtherSite`: a user's site embeds the report (``- tlsite:`` in their ``mkdocs.yml``,
   their theme): it gets the Markdown extensions and assets the report needs, its plugins may
   read any page's Markdown at any time, the tlparse files are written after the build, and
@@ -32,7 +33,7 @@ from mkdocs.utils import nest_paths
 from tlsite.core.model import Trace
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
-from tlsite.core.render.page import Block, insert_parts
+from tlsite.core.render.page import CODE_PLACEHOLDER, Block, insert_parts
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
 from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef, PayloadStore
@@ -70,6 +71,9 @@ class ReportPages:
 
     #: Convert each page only when it is written (see :class:`DeferredPage`).
     defer_bodies = True
+    #: Put the code into each page once MkDocs has written it (see :func:`_put_code`): in
+    #: tlsite's own site, when no other plugin sees the pages after this one.
+    code_after_writing = False
 
     def __init__(
         self,
@@ -104,6 +108,8 @@ class ReportPages:
         self._report_uris: set[str] = set()  # the report's pages, in a site with others
         self._auto_nav = False
         self._last_page: str | None = None
+        #: the page last written and the code to put into it: (its path, [(token, key)])
+        self._code_to_put: tuple[str, list[tuple[str, str]]] | None = None
 
     @property
     def trace(self) -> Trace:
@@ -235,6 +241,8 @@ class ReportPages:
         if blocks is None or self._highlighter is None:
             return add_csp(output, page=page, config=config, head=head)
         highlighter = self._highlighter
+        after_writing = self.code_after_writing and self._last_to_see(config)
+        later: list[tuple[str, str]] = []  # (token, key) of the code put in once written
 
         def insert(match: re.Match[str]) -> str:
             token = match.group(1)
@@ -242,17 +250,30 @@ class ReportPages:
             if block is None:
                 return match.group(0)
             if isinstance(block, CodeBlock):
+                if after_writing:
+                    later.append((token, block.key))
+                    return match.group(0)
                 return highlighter.html(block.key, token)
             return block.html()
 
         # one pass over the page: replacing block by block copies a big page once per block
         # the policy is computed on the page before the big blocks go in: they hold no script
         # (all escaped), and scanning megabytes of code for <script> tags is the slow part
-        return PLACEHOLDER_PATTERN.sub(insert, add_csp(output, page=page, config=config, head=head))
+        output = add_csp(output, page=page, config=config, head=head)
+        output = PLACEHOLDER_PATTERN.sub(insert, output)
+        if later:
+            self._code_to_put = (page.file.abs_dest_path, later)
+        return output
 
     def _policy_in_head(self, page: Any) -> bool:
         """Whether ``page`` gets the policy without the marker tlsite's theme leaves for it."""
         return False
+
+    def _last_to_see(self, config: MkDocsConfig) -> bool:
+        """Whether this report's plugin is the last to see a page before MkDocs writes it
+        (a plugin after it would see the code's placeholders, not the code)."""
+        handlers = config.plugins.events.get("post_page") or [None]
+        return getattr(getattr(handlers[-1], "__self__", None), "_report", None) is self
 
     # -- the end ----------------------------------------------------------------------------
     def on_post_build(self, config: MkDocsConfig) -> None:
@@ -296,6 +317,11 @@ class ReportPages:
 
     def _page_written(self, page: str | None) -> None:
         """The previous page is on disk by now; ``page`` will be once MkDocs writes it."""
+        if self._code_to_put is not None:
+            path, blocks = self._code_to_put
+            self._code_to_put = None
+            assert self._highlighter is not None
+            _put_code(path, blocks, self._highlighter)
         if self._on_file is not None and self._last_page is not None:
             self._on_file(self._last_page)
         self._last_page = page
@@ -309,6 +335,8 @@ class ReportPages:
 
 class OwnSite(ReportPages):
     """The report in a site of tlsite's theme (see the module docstring)."""
+
+    code_after_writing = True  # tlsite's plugin is the last to see a page
 
     def __init__(self, load: Callable[[], tuple[Trace, Any]], **kwargs: Any) -> None:
         super().__init__(load, **kwargs)
@@ -396,6 +424,23 @@ class InOtherSite(ReportPages):
     def on_post_build(self, config: MkDocsConfig) -> None:
         super().on_post_build(config)
         self._write_compat(config)
+
+
+def _put_code(path: str, blocks: list[tuple[str, str]], highlighter: Highlighter) -> None:
+    """Put the highlighted code into the page MkDocs wrote at ``path``: each ``(token, key)``
+    of ``blocks``, in page order, replaces the token's placeholder (the bytes the page would
+    have had with the code put in before it was written, see :meth:`Highlighter.copy_into`)."""
+    with open(path, "rb") as page:
+        written = page.read()
+    position = 0
+    with open(path, "wb") as page:
+        for token, key in blocks:
+            placeholder = CODE_PLACEHOLDER.format(token=token).encode("utf-8")
+            at = written.index(placeholder, position)
+            page.write(written[position:at])
+            highlighter.copy_into(key, token, page)
+            position = at + len(placeholder)
+        page.write(written[position:])
 
 
 def _nav_titles(nav: Any, title: str | None = None) -> dict[str, str | None]:

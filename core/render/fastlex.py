@@ -266,26 +266,27 @@ _ADJACENT_SAME_CLASS = re.compile(r'(<span class="(\w+)">[^<\n]*)</span><span cl
 def html_lines(text: str, lang: str) -> str:
     """``text`` highlighted, one ``<span>...\\n</span>`` per line: the HTML of :func:`tokens`
     with each run of one class in one span, split at line ends."""
-    last_token: list[int | str | None] = [-1, None]  # where the previous token ended, its class
+    last_end, last_css = -1, None  # where the previous token ended, its class
     merge = False
 
     def wrap(match: re.Match[str]) -> str:
-        nonlocal merge
+        nonlocal merge, last_end, last_css
         css = match.lastgroup
         if css == "gap" or css == "x":  # the end, or a character that starts no token
             return match.group()
-        start, end = match.end("gap"), match.end()  # the token is all after the gap
-        if start == last_token[0] and css == last_token[1]:
+        start, end = match.span()
+        gap_end = match.end(1)  # the token is all after the gap
+        if gap_end == last_end and css == last_css:
             merge = True
-        last_token[0], last_token[1] = end, css
-        value = match.string[start:end]
+        last_end, last_css = end, css
+        string = match.string
+        value = string[gap_end:end]
         if "\n" in value:
             value = "\n".join(
                 f'<span class="{css}">{part}</span>' if part else "" for part in value.split("\n")
             )
-        else:
-            value = f'<span class="{css}">{value}</span>'
-        return match.group("gap") + value
+            return string[start:gap_end] + value
+        return f'{string[start:gap_end]}<span class="{css}">{value}</span>'
 
     body = _FAST_PATTERNS[lang].sub(wrap, html.escape(text, quote=False))
     while merge:

@@ -6,7 +6,8 @@ so pages carry a placeholder for each block and the HTML is inserted after index
 are highlighted once per distinct content (a recompile storm repeats the same code) by
 helper processes (:mod:`tlsite.core.worker`), which a big build starts before it reads the
 trace (see :func:`~tlsite.core.render.pages.highlight_ahead`); the HTML goes to one pack
-file per process on disk rather than into memory.
+file per process on disk rather than into memory, and from there into the pages
+(:meth:`Highlighter.copy_into`).
 
 The HTML has the structure pymdownx.highlight writes (``div.language-X.highlight > pre >
 code``, one ``span`` per line), so the theme's styles and copy button apply. Lines carry no
@@ -26,8 +27,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import BinaryIO
 
-from ..store import read_slice
+from ..store import copy_range, read_slice
 from ..worker import WorkerProcess
 from . import fastlex
 
@@ -40,6 +42,7 @@ HIGHLIGHT_LIMIT = 8_000_000
 POOL_THRESHOLD = 4_000_000
 #: Marker replaced by the block's id when the cached HTML is inserted into a page.
 BLOCK_ID = "@@BLOCK@@"
+_BLOCK_MARK = BLOCK_ID.encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,15 +165,18 @@ class _HtmlPack:
         self._file = open(path, "ab")  # noqa: SIM115
         self._size = self._file.seek(0, os.SEEK_END)
 
-    def add(self, block: CodeBlock) -> tuple[int, int]:
-        """Highlight ``block`` into the pack; its ``(offset, size)``, readable by other
-        processes."""
+    def add(self, block: CodeBlock) -> tuple[int, int, int]:
+        """Highlight ``block`` into the pack; its ``(offset, size, head)``, readable by other
+        processes. ``head``: how many bytes from the start hold the one ``BLOCK_ID`` of the
+        HTML (-1 when the code holds the marker too: see :meth:`Highlighter.copy_into`)."""
         data = highlight_html(read_block_text(block), block.lang).encode("utf-8")
         offset = self._size
         self._file.write(data)
         self._size += len(data)
         self._file.flush()
-        return offset, len(data)
+        at = data.find(_BLOCK_MARK)
+        once = at >= 0 and data.find(_BLOCK_MARK, at + 1) < 0
+        return offset, len(data), at + len(_BLOCK_MARK) if once else -1
 
     def close(self) -> None:
         self._file.close()
@@ -178,8 +184,8 @@ class _HtmlPack:
 
 def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) -> None:
     """Worker process: highlight each ``(number, block)`` it is sent into the pack file,
-    answering ``(number, offset, size, None)`` or ``(number, 0, 0, why)``, until its input
-    ends."""
+    answering ``(number, offset, size, head, None)`` (see :meth:`_HtmlPack.add`) or
+    ``(number, 0, 0, -1, why)``, until its input ends."""
     pack = _HtmlPack(pack_path)
     try:
         while True:
@@ -188,11 +194,11 @@ def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) ->
             except EOFError:
                 return
             try:
-                offset, size = pack.add(block)
+                offset, size, head = pack.add(block)
             except Exception as error:  # the build process renders it again, and raises
-                outbox.send((number, 0, 0, f"{type(error).__name__}: {error}"))
+                outbox.send((number, 0, 0, -1, f"{type(error).__name__}: {error}"))
             else:
-                outbox.send((number, offset, size, None))
+                outbox.send((number, offset, size, head, None))
     finally:
         pack.close()
 
@@ -238,10 +244,11 @@ class Highlighter:
         # shared with the collector threads, under _answered
         self._answered = threading.Condition()
         self._pending: dict[int, int] = {}  # block number -> worker, not answered yet
-        # by block number: pack index (-1: not rendered), offset and size of its HTML
+        # by block number: pack index (-1: not rendered), offset, size and head of its HTML
         self._pack_of = array("b")
         self._offset_of = array("q")
         self._size_of = array("q")
+        self._head_of = array("q")
         self._collectors = [
             threading.Thread(target=self._collect, args=(n,), daemon=True) for n in range(count)
         ]
@@ -261,6 +268,7 @@ class Highlighter:
             self._pack_of.append(-1)
             self._offset_of.append(0)
             self._size_of.append(0)
+            self._head_of.append(-1)
             if self._started:
                 self._send(number)
             else:
@@ -298,7 +306,7 @@ class Highlighter:
         a block it never answered, is rendered again by :meth:`html`)."""
         while True:
             try:
-                number, offset, size, failure = self._workers[worker].receive()
+                number, offset, size, head, failure = self._workers[worker].receive()
             except (EOFError, OSError):  # gone, or closed: the rest is rendered here
                 with self._answered:
                     for other in [n for n, w in self._pending.items() if w == worker]:
@@ -308,17 +316,19 @@ class Highlighter:
             with self._answered:
                 self._pending.pop(number, None)
                 if failure is None:
-                    self._rendered(number, worker, offset, size)
+                    self._rendered(number, worker, offset, size, head)
                 self._answered.notify_all()
 
-    def _rendered(self, number: int, pack: int, offset: int, size: int) -> None:
+    def _rendered(self, number: int, pack: int, offset: int, size: int, head: int) -> None:
         self._pack_of[number] = pack
         self._offset_of[number] = offset
         self._size_of[number] = size
+        self._head_of[number] = head
         self._blocks[number] = None  # not needed again
 
-    def html(self, key: str, block_id: str) -> str:
-        """The block's HTML with its per-page id (highlighting it now if no worker did)."""
+    def _located(self, key: str) -> tuple[int, int]:
+        """The block's number and the descriptor of the pack file its HTML is in (waiting
+        for its worker, or highlighting it now if no worker did)."""
         self.start()
         number = self._numbers[key]
         with self._answered:
@@ -329,14 +339,33 @@ class Highlighter:
             assert block is not None
             if self._own_pack is None:
                 self._own_pack = _HtmlPack(self._packs[-1])
-            offset, size = self._own_pack.add(block)
             pack = len(self._packs) - 1
-            self._rendered(number, pack, offset, size)
+            self._rendered(number, pack, *self._own_pack.add(block))
         descriptor = self._readers.get(pack)
         if descriptor is None:
             descriptor = self._readers[pack] = os.open(self._packs[pack], os.O_RDONLY)
+        return number, descriptor
+
+    def html(self, key: str, block_id: str) -> str:
+        """The block's HTML with its per-page id."""
+        number, descriptor = self._located(key)
         html = os.pread(descriptor, self._size_of[number], self._offset_of[number])
         return html.decode("utf-8").replace(BLOCK_ID, block_id)
+
+    def copy_into(self, key: str, block_id: str, dest: BinaryIO) -> None:
+        """Write :meth:`html`'s UTF-8 bytes to ``dest`` (a file opened for writing): its
+        first bytes with the id put in, the rest copied from the pack file by the kernel.
+        A big trace's pages are mostly code: decoding, joining and encoding it again in
+        this process cost more than the rest of writing them."""
+        number, descriptor = self._located(key)
+        head, size = self._head_of[number], self._size_of[number]
+        if head < 0:  # the code holds the marker too, which html() replaces as well
+            dest.write(self.html(key, block_id).encode("utf-8"))
+            return
+        offset = self._offset_of[number]
+        first = os.pread(descriptor, head, offset)
+        dest.write(first.replace(_BLOCK_MARK, block_id.encode("utf-8")))
+        copy_range(descriptor, offset + head, size - head, dest)
 
     def close(self) -> None:
         """Stop the workers: at once if blocks are still being rendered (the build failed
