@@ -2,7 +2,7 @@
 
 import sys
 
-from tlsite.cli import main
+from tlsite.cli import console_main
 
 if __name__ == "__main__":  # worker processes import this module too: only run when asked
-    sys.exit(main())
+    sys.exit(console_main())

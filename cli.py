@@ -209,8 +209,13 @@ def _add_trace_options(parser: argparse.ArgumentParser, *, latest: bool = True) 
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def console_main() -> int:
+    """The ``tlsite`` command (and ``python -m tlsite``): :func:`main` in a process of its own."""
     _freeze_at_exit()
+    return main()
+
+
+def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command: list[str] = []
     if argv[:1] == ["run"] and "--" in argv:
@@ -253,11 +258,13 @@ def main(argv: list[str] | None = None) -> int:
 def _freeze_at_exit() -> None:
     """Have the interpreter's exit leave what the process made to the operating system.
 
-    A command's process ends with it, and its memory goes back as a whole; but the exit
-    first runs full garbage collections over every object the command made (MkDocs and the
-    other imports, the trace's model, pages), which find next to nothing to free. Frozen, they
-    are skipped. Cyclic garbage left at exit is then not finalized, which Python does not
-    promise anyway: tlsite closes its files and removes its scratch folders itself.
+    Only for a process that is the command (:func:`console_main`): a program calling
+    :func:`main` keeps its own exit as it was. A command's process ends with it, and its
+    memory goes back as a whole; but the exit first runs full garbage collections over every
+    object the command made (MkDocs and the other imports, the trace's model, pages), which
+    find next to nothing to free. Frozen, they are skipped. Cyclic garbage left at exit is
+    then not finalized, which Python does not promise anyway: tlsite closes its files and
+    removes its scratch folders itself.
     """
     atexit.unregister(gc.freeze)  # once, however often main() runs in one process
     atexit.register(gc.freeze)

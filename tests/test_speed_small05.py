@@ -26,16 +26,33 @@ from revisions import assert_built_as_by_base, needs_base_rev
 from tlsite.cli import example_trace
 from tlsite.progress import BYTES, Progress
 
-#: Runs ``tlsite build`` through ``cli.main`` in a process of its own and reports, from an
-#: exit handler that runs after every one ``main`` registers, how much of the heap was frozen
-#: (left out of the exit's collections) and how big the heap was when ``main`` returned.
+#: Runs ``tlsite build`` as the ``tlsite`` command does (``cli.console_main``) in a process of
+#: its own and reports, from an exit handler that runs after every one the command registers,
+#: how much of the heap was frozen (left out of the exit's collections) and how big the heap
+#: was when the command returned.
 _BUILD_AND_EXIT = """
 import atexit, gc, sys
 atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count()))
-from tlsite.cli import main
-code = main(["build", sys.argv[1], "-o", sys.argv[2], "--no-browser", "--quiet"])
+from tlsite.cli import console_main
+sys.argv = ["tlsite", "build", sys.argv[1], "-o", sys.argv[2], "--no-browser", "--quiet"]
+code = console_main()
 print("objects after the build:", len(gc.get_objects()))
 sys.exit(code)
+"""
+
+#: A program of its own that calls ``cli.main``: its cyclic garbage must still be finalized
+#: at its exit (the freeze is the command's, not the library's).
+_HOST_CALLS_MAIN = """
+import sys
+from tlsite.cli import main
+class Cycle:
+    def __del__(self):
+        print("host finalizer ran")
+cycle = Cycle()
+cycle.me = cycle
+del cycle
+import gc; gc.disable()  # leave the cycle to the exit's collection
+main(["build", sys.argv[1], "-o", sys.argv[2], "--no-browser", "--quiet"])
 """
 
 
@@ -64,6 +81,20 @@ def test_a_build_process_leaves_its_heap_to_the_os_at_exit(tmp_path: Path) -> No
     assert _count(done.stdout, "frozen at exit:") >= 0.9 * heap  # a few are freed meanwhile
     # its scratch folders are gone (Jinja's bytecode cache of the templates stays, as before)
     assert [name for name in os.listdir(scratch) if "tlsite-" in name] == []
+
+
+def test_a_program_calling_main_keeps_its_own_exit(tmp_path: Path) -> None:
+    """``cli.main`` called by another program does not freeze that program's heap at exit."""
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT.parent))
+    done = subprocess.run(
+        [sys.executable, "-c", _HOST_CALLS_MAIN, str(example_trace()), str(tmp_path / "site")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "host finalizer ran" in done.stdout
 
 
 #: A build on a terminal that is over before its bar is due: is rich imported?
@@ -113,6 +144,31 @@ def test_a_bar_drawn_late_shows_the_stage_as_far_as_it_got() -> None:
     assert "125.0/250.0 MB" in shown
     assert "\\x1b[31mred[link=http://e/]t.log" in shown
     assert "\x1b[31m" not in shown and "x.log" not in shown
+
+
+def test_a_late_bar_times_its_stage_from_when_the_stage_began() -> None:
+    """The bar drawn a second into a stage says the stage has run a second, not none."""
+    from rich.console import Console
+
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=120, color_system=None)
+    with Progress(enabled=True, console=console, delay=1.1) as bar:
+        bar.stage("Writing pages", 3)
+        deadline = time.monotonic() + 30
+        while bar._progress is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        bar._progress.refresh()
+        shown = screen.getvalue()
+    assert "0:00:01" in shown and "0:00:00" not in shown
+
+
+def test_a_bar_due_after_the_build_is_never_drawn() -> None:
+    """A timer that fires while the build ends (rich still importing) draws nothing after."""
+    bar = Progress(enabled=True, delay=60)
+    with bar:
+        bar.stage("Writing pages", 3)
+    bar._draw()  # what the timer's thread does when it gets there late
+    assert bar._progress is None
 
 
 def _training() -> Path:
