@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
@@ -42,6 +44,8 @@ class Progress:
         self._task: Any = None
         self._stage: tuple[str, float | None, str] | None = None  # until the bar is drawn
         self._done: float = 0
+        self._since = time.monotonic()  # when the current stage began
+        self._closed = False  # the build is over: a bar not drawn by now never is
 
     def __enter__(self) -> Progress:
         if self.enabled and self._delay <= 0:
@@ -54,7 +58,7 @@ class Progress:
 
     def _draw(self) -> None:
         """Draw the bar, with the current stage as far as it got."""
-        from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, ProgressColumn, TextColumn
         from rich.progress import Progress as RichProgress
         from rich.text import Text
 
@@ -62,33 +66,45 @@ class Progress:
             def render(self, task: Any) -> Text:
                 return Text(amount(task.completed, task.total, task.fields.get("unit", "")))
 
+        class Elapsed(ProgressColumn):  # the stage's time since it began, not since drawn
+            def render(self, task: Any) -> Text:
+                seconds = int(time.monotonic() - task.fields.get("since", time.monotonic()))
+                return Text(str(timedelta(seconds=max(seconds, 0))), style="progress.elapsed")
+
         with self._lock:
-            self._progress = RichProgress(
+            if self._closed:
+                return
+            progress = RichProgress(
                 TextColumn("{task.description}"),
                 BarColumn(),
                 Amount(),
-                TimeElapsedColumn(),
+                Elapsed(),
                 transient=True,
                 console=self._console,
             )
-            self._progress.__enter__()
+            progress.__enter__()
             if self._stage is not None:
                 text, total, unit = self._stage
-                self._task = self._progress.add_task(
-                    markup_safe(text), total=total, unit=unit, completed=self._done
+                self._task = progress.add_task(
+                    markup_safe(text), total=total, unit=unit, since=self._since
                 )
+                progress.advance(self._task, self._done)
+            self._progress = progress  # drawn with its stage: the build steps it from now on
 
     def stage(self, text: str, total: float | None = None, *, unit: str = "") -> None:
         """Start a stage of ``total`` steps (``unit`` :data:`BYTES`: bytes, shown in MB)."""
         if not self.enabled:
             return
         with self._lock:
+            self._since = time.monotonic()
             if self._progress is None:
                 self._stage, self._done = (text, total, unit), 0
                 return
             if self._task is not None:
                 self._progress.update(self._task, visible=False)
-            self._task = self._progress.add_task(markup_safe(text), total=total, unit=unit)
+            self._task = self._progress.add_task(
+                markup_safe(text), total=total, unit=unit, since=self._since
+            )
 
     def advance(self, amount: float = 1) -> None:
         if not self.enabled:
@@ -105,8 +121,10 @@ class Progress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        with self._lock:
+            self._closed = True  # a timer importing rich now draws nothing when it is done
         if self._timer is not None:
-            self._timer.cancel()  # a bar not drawn yet never is; one being drawn is waited for
+            self._timer.cancel()
             self._timer.join()
         if self._progress is not None:
             self._progress.__exit__(exc_type, exc, tb)
