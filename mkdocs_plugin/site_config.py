@@ -15,6 +15,7 @@ import fnmatch
 import functools
 import io
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,6 +237,12 @@ def _installed_themes() -> dict[str, Any]:
     return dict(utils.get_themes())
 
 
+#: Builds in this process now inside :func:`_themes_listed_once` (threads may build at once:
+#: the first one in puts the list in MkDocs' place, the last one out puts MkDocs' back).
+_THEMES_LISTED = {"builds": 0, "mkdocs": None}
+_THEMES_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def _themes_listed_once() -> Iterator[None]:
     """Within: MkDocs finds the installed themes in a list made once per process.
@@ -252,12 +259,18 @@ def _themes_listed_once() -> Iterator[None]:
         return dict(installed)
 
     get_themes.cache_clear = lambda: None  # type: ignore[attr-defined]
-    listing = utils.get_themes
-    utils.get_themes = get_themes  # type: ignore[assignment]
+    with _THEMES_LOCK:
+        if _THEMES_LISTED["builds"] == 0:
+            _THEMES_LISTED["mkdocs"] = utils.get_themes
+            utils.get_themes = get_themes  # type: ignore[assignment]
+        _THEMES_LISTED["builds"] += 1
     try:
         yield
     finally:
-        utils.get_themes = listing
+        with _THEMES_LOCK:
+            _THEMES_LISTED["builds"] -= 1
+            if _THEMES_LISTED["builds"] == 0:
+                utils.get_themes = _THEMES_LISTED["mkdocs"]  # type: ignore[assignment]
 
 
 class _ThemeLoader(jinja2.FileSystemLoader):
