@@ -253,6 +253,7 @@ class _Sectioner:
 #: compile pages) is indexed once; ``search-code.js`` lists the other pages from ``shared``.
 SHARED_MIN = 16
 _DIGITS = re.compile(r"\d+")
+_LOCATION_KEY = '{"location":'
 #: A code span of at least 40 characters (a guard, a location; not a config value such as
 #: ``false``, which a table shows on many rows beside different names).
 _CODE_SPAN = re.compile(r"<code>(?:(?!</code>).){40,}</code>", re.S)
@@ -305,9 +306,11 @@ class ReportSearchIndex(SearchIndex):
             location = entry["location"]
             key = None
             if "#" in location:  # a page's own entry stays: search finds a compile id there
-                rest = {k: v for k, v in entry.items() if k != "location"}
+                # the anchor and the rest of the entry's JSON, after its location (an entry
+                # starts with it, here as in Material's)
                 anchor = location.partition("#")[2]
-                key = _DIGITS.sub("0", anchor + json.dumps(rest, default=str))
+                rest = text[len(_LOCATION_KEY) + len(json.dumps(location)) + 1 :]
+                key = _DIGITS.sub("0", anchor + rest)
             self.docs.append((page.url, key, text))
         self.entries = []
 

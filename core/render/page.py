@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..store import read_slice
@@ -141,7 +141,10 @@ def insert_parts(content: str, blocks: dict[str, Block]) -> str:
 def dump_blocks(blocks: dict[str, Block]) -> str:
     """A page's blocks as JSON text (see :func:`load_blocks`): a site build keeps them in the
     payload store until the page is written, not as thousands of objects in memory."""
-    rows = [[token, _KINDS[type(block)], *astuple(block)] for token, block in blocks.items()]
+    rows = [
+        [token, _KINDS[type(block)], *(getattr(block, name) for name in _FIELDS[type(block)])]
+        for token, block in blocks.items()
+    ]
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -152,6 +155,8 @@ _KINDS: dict[type, str] = {
     CodePart: "code-part",
 }
 _CLASSES = {kind: cls for cls, kind in _KINDS.items()}
+#: Each kind's fields in order (``dataclasses.astuple`` deep-copied every value of every block).
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _KINDS}
 
 
 def load_blocks(text: str) -> dict[str, Block]:
