@@ -28,9 +28,11 @@ from tlsite.core.render.templating import render_markdown
 from .csp import add_csp, add_csp_to_template
 from .job_theme import InJob
 from .site_config import build_site, site_config
-from .stamp import STAMP_TEMPLATE, PageStamp
+from .stamp import Stamping
 
 DIFF_JSON = "diff.json"
+#: The comparison's one page in the navigation; the others are reached from its links.
+_INDEX = "index.md"
 
 
 class _DiffPolicy(BasePlugin):
@@ -44,25 +46,22 @@ class _DiffPolicy(BasePlugin):
 
     def __init__(self) -> None:
         super().__init__()
-        self._stamp: PageStamp | None = None
+        self._stamping = Stamping()
 
     def on_files(self, files: Files, /, *, config: Any) -> Files:
-        in_nav = set(_nav_paths(config.nav))
         for file in files.documentation_pages():
-            if file.src_uri not in in_nav:  # reached from the index page's links
+            if file.src_uri != _INDEX:  # reached from the index page's links
                 file.inclusion = InclusionLevel.NOT_IN_NAV
         return files
 
     def on_nav(self, nav: Any, /, *, config: Any, files: Files) -> None:
-        self._stamp = PageStamp(files)
+        self._stamping.on_nav(files)
 
     def on_page_markdown(self, markdown: str, /, *, page: Any, config: Any, files: Any) -> None:
-        if self._stamp is not None and self._stamp.select(page):
-            page.meta["template"] = STAMP_TEMPLATE
+        self._stamping.on_page_markdown(page)
 
     def on_env(self, env: Any, /, *, config: Any, files: Files) -> Any:
-        if self._stamp is not None:
-            env.globals["tlsite_stamp"] = self._stamp
+        self._stamping.on_env(env)
         return env
 
     def on_post_page(self, output: str, /, *, page: Any, config: Any) -> str:
@@ -70,14 +69,6 @@ class _DiffPolicy(BasePlugin):
 
     def on_post_template(self, output_content: str, /, *, template_name: str, config: Any) -> str:
         return add_csp_to_template(output_content, template_name=template_name, config=config)
-
-
-def _nav_paths(nav: Any) -> list[str]:
-    """The pages a ``nav`` setting (lists of ``{title: path or [children]}``) names."""
-    if isinstance(nav, str):
-        return [nav]
-    items = nav.values() if isinstance(nav, dict) else nav or []
-    return [path for item in items for path in _nav_paths(item)]
 
 
 def diff_json(diff: TraceDiff) -> str:
@@ -109,7 +100,7 @@ def build_diff_site(diff: TraceDiff, site_dir: Path, *, in_job: bool = False) ->
         config = site_config(
             docs_dir=str(docs), site_dir=str(site_dir), site_name=html.escape(title)
         )
-        config["nav"] = [{"What changed": "index.md"}]
+        config["nav"] = [{"What changed": _INDEX}]
         policy = _DiffPolicy()
         policy.load_config({})
         plugins: dict[str, BasePlugin] = {"tlsite_csp": policy}

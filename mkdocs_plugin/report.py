@@ -51,7 +51,7 @@ from .site_config import (
     THEME_DIR,
     drop_unread_theme_files,
 )
-from .stamp import STAMP_TEMPLATE, PageStamp
+from .stamp import Stamping
 
 #: Markdown extensions the report's pages use; added to an embedding site that lacks them.
 REQUIRED_EXTENSIONS = (
@@ -340,7 +340,7 @@ class OwnSite(ReportPages):
 
     def __init__(self, load: Callable[[], tuple[Trace, Any]], **kwargs: Any) -> None:
         super().__init__(load, **kwargs)
-        self._stamp: PageStamp | None = None
+        self._stamping = Stamping()
 
     def _before_pages(self, files: Files, config: MkDocsConfig) -> None:
         # first, so that a zip bundle written meanwhile has them to compress at once
@@ -376,19 +376,16 @@ class OwnSite(ReportPages):
             )
 
     def on_nav(self, files: Files) -> None:
-        self._stamp = PageStamp(files)  # tlsite's theme: the stamp knows what it renders
+        self._stamping.on_nav(files)
 
     def on_page_markdown(self, page: Any) -> None:
-        """Render with the stamp the pages it may write (their front matter is read by now)."""
-        if self._stamp is not None and self._stamp.select(page):
-            page.meta["template"] = STAMP_TEMPLATE
+        self._stamping.on_page_markdown(page)
 
     def on_env(self, env: Any) -> None:
         # the theme's templates, compiled once: ``tlsite build`` sets it too (in
         # site_config, for every environment of a build), a user's ``mkdocs build`` only here
         env.bytecode_cache = bytecode_cache()
-        if self._stamp is not None:
-            env.globals["tlsite_stamp"] = self._stamp
+        self._stamping.on_env(env)
 
 
 class InOtherSite(ReportPages):

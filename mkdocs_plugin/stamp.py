@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
-from mkdocs.structure.files import File, InclusionLevel
+from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.structure.pages import Page
 from mkdocs.structure.toc import AnchorLink, TableOfContents
 
@@ -122,6 +122,26 @@ class PageStamp:
             log.debug("tlsite: the page template's stamp differs for %s", page.url)
             self._cuts[key] = None
         return full
+
+
+class Stamping:
+    """A site's pages written with the stamp: what three MkDocs events do (a report's site and
+    a comparison site both hand them here)."""
+
+    def __init__(self) -> None:
+        self.stamp: PageStamp | None = None
+
+    def on_nav(self, files: Files) -> None:
+        self.stamp = PageStamp(files)  # tlsite's theme: the stamp knows what it renders
+
+    def on_page_markdown(self, page: Page) -> None:
+        """Render with the stamp the pages it may write (their front matter is read by now)."""
+        if self.stamp is not None and self.stamp.select(page):
+            page.meta["template"] = STAMP_TEMPLATE
+
+    def on_env(self, env: jinja2.Environment) -> None:
+        if self.stamp is not None:
+            env.globals["tlsite_stamp"] = self.stamp
 
 
 def _shape(page: Page) -> tuple[bool, bool] | None:

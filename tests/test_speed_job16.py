@@ -66,7 +66,7 @@ def _comparison_site(out: Path, monkeypatch: pytest.MonkeyPatch, *, fast: bool) 
 
     with monkeypatch.context() as patch, resolve_input(str(JOB)) as resolved:
         patch.setattr(stamp, "ENABLED", fast)
-        patch.setattr(diff_build, "PageStamp", Counted)
+        patch.setattr(stamp, "PageStamp", Counted)
         logs = {log.rank: log for log in resolved.logs}
         before, after = load_source(logs[6]), load_source(logs[3])
         try:

@@ -22,7 +22,7 @@ from mkdocs.structure.pages import Page
 from test_hostile_trace import hostile_trace
 
 from tlsite.cli import build
-from tlsite.mkdocs_plugin import report, stamp
+from tlsite.mkdocs_plugin import stamp
 
 
 def _training() -> Path:
@@ -74,7 +74,7 @@ def _build(
 
     with monkeypatch.context() as patch:
         patch.setattr(stamp, "ENABLED", stamped)
-        patch.setattr(report, "PageStamp", Counted)
+        patch.setattr(stamp, "PageStamp", Counted)
         build(str(log), out, make_zip=False)
     pages = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*.html"))}
     return pages, sum(s.stamped for s in stamps)
