@@ -153,10 +153,12 @@ def _read_digest(source: BinaryIO, *, copy_to: Callable[[bytes], Any] | None = N
 
 
 #: tlparse's copies of artifacts (files in a compile's folder) whose text their compile page
-#: shows in full: the renderer lists them (``PreparedReport.artifact_copies``) and hands them
-#: to the bundle. A storm's copies are a quarter of its zip: when the zip would pass the
-#: attachment limit even without the input's copies, these are left out (the manifest says
-#: which); a copy of text the page cuts short stays.
+#: shows in full, and its pages of compilation metrics records (which tlsite writes as a
+#: pointer to the page's table of them): the renderer lists them
+#: (``PreparedReport.artifact_copies``) and hands them to the bundle. A storm's copies are a
+#: quarter of its zip: when the zip would pass the attachment limit even without the input's
+#: copies, these are left out (the manifest says which); a copy of text the page cuts short
+#: stays.
 ARTIFACT_COPIES = "artifact copies"
 #: The site's copies of the input: tlparse's ``raw.log`` (the log itself) and ``raw.jsonl``
 #: (its records again, as JSON lines), at the root or in each rank's folder. No page shows
@@ -173,9 +175,13 @@ _SAMPLE_BYTES = 4 << 20
 _DEFLATE_OVERHEAD = 64 << 10
 _ENTRY_HEADERS = 30 + 46  # a zip entry's local header and directory record, besides its name
 _MANIFEST_LINE = 64  # about what a file's line in the manifest deflates to (its SHA-256: 32)
+#: About what a file left out of the zip takes in its manifest, deflated: its line without a
+#: SHA-256 and its name in its group's list (a storm leaves out tens of thousands).
+_LEFT_OUT_LINE = 16
 _LEFT_OUT_WHY = {
-    ARTIFACT_COPIES: "tlparse's copy of an artifact whose text its compile page shows in full: "
-    "with these the zip would pass GitHub's 25 MB attachment limit (they are in the site folder)",
+    ARTIFACT_COPIES: "tlparse's copies of artifacts whose text their compile page shows in full, "
+    "and its pages of compilation metrics records, whose fields the compile page shows: with "
+    "these the zip would pass GitHub's 25 MB attachment limit (they are in the site folder)",
     RAW_LOG: "the input log itself: with it the zip would pass GitHub's 25 MB attachment limit "
     "(it is in the site folder; attach the trace gzipped if asked)",
     RAW_JSONL: "the input log's records again, as tlparse writes them: with them the zip would "
@@ -184,6 +190,8 @@ _LEFT_OUT_WHY = {
 
 
 _ARTIFACT_FILE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+")  # a file in a compile's folder
+#: tlparse's page of a compilation metrics record in a compile's folder (see ARTIFACT_COPIES)
+_METRICS_PAGE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]*compilation_metrics_\d+\.html")
 
 
 def _deferred(name: str) -> bool:
@@ -191,9 +199,9 @@ def _deferred(name: str) -> bool:
     the input, or an artifact's file in a compile's folder (its page says if it is a copy)."""
     if input_copy_kind(name) is not None:
         return True
-    return (
-        _ARTIFACT_FILE.fullmatch(name) is not None
-        and not name.endswith(".html")  # tlparse's own pages stay
+    return _ARTIFACT_FILE.fullmatch(name) is not None and (
+        not name.endswith(".html")  # tlparse's own pages stay, but for the metrics pointers
+        or _METRICS_PAGE.fullmatch(name) is not None
     )
 
 
@@ -240,7 +248,9 @@ def manifest_json(
 ) -> bytes:
     """The bundle's manifest: every file with its size and SHA-256, the trace and tlsite version.
 
-    The manifest itself (``MANIFEST_NAME`` at the root) is not listed.
+    The manifest itself (``MANIFEST_NAME`` at the root) is not listed. A zip's manifest also
+    says, once per group, which files it left out and why (``left_out_of_zip``); those are
+    listed without a SHA-256 (see :func:`_manifest_chunks`).
     """
     listing = site_listing(site)
     chunks = _manifest_chunks(site, listing, {}, trace=trace, version=version, extra=extra)
@@ -255,12 +265,14 @@ def _manifest_chunks(
     trace: str,
     version: str,
     extra: Mapping[str, Any] | None,
+    left_out: Collection[str] = (),
 ) -> Iterator[str]:
     """The manifest's JSON text: the summary fields, then one line per file of ``listing``.
 
     ``digests`` maps a file's relative path to the size and SHA-256 already taken (by
     :class:`ZipWriter`, as it compressed the file); the other files are read here and
-    added to it.
+    added to it. The files ``left_out`` of the zip get their path and size only: a digest
+    vouches for what the bundle holds, and theirs were a storm's biggest part of the manifest.
     """
     total = 0
     for name in listing:
@@ -281,7 +293,9 @@ def _manifest_chunks(
     last = len(listing) - 1
     for number, name in enumerate(listing):
         digest = digests[name]
-        fields = {"path": name, "size": digest.size, "sha256": digest.sha256}
+        fields: dict[str, Any] = {"path": name, "size": digest.size}
+        if name not in left_out:
+            fields["sha256"] = digest.sha256
         yield f"  {json.dumps(fields, ensure_ascii=False)}{',' if number < last else ''}\n"
     yield " ]\n}\n"
 
@@ -353,9 +367,16 @@ def write_bundle(
 
 
 def left_out_of_zip(site: Path) -> dict[str, str]:
-    """The files the site's zip bundle left out, with why (from its manifest)."""
+    """The files the site's zip bundle left out, with why (from its manifest, where each group
+    of them is ``{"why": ..., "files": [...]}`` under its name, see :func:`_complete_zip`)."""
     value = _manifest_summary(site).get("left_out_of_zip")
-    return value if isinstance(value, dict) else {}
+    groups = value.values() if isinstance(value, dict) else ()
+    return {
+        name: group["why"]
+        for group in groups
+        if isinstance(group, dict)
+        for name in group.get("files", ())
+    }
 
 
 def _manifest_summary(site: Path) -> dict[str, Any]:
@@ -514,7 +535,8 @@ def _complete_zip(
     A file that changed after it was compressed starts the archive again from the finished
     folder. The copies go in last, each group only if the archive stays attachable with it:
     first tlparse's ``copies`` of what the compile pages show (:data:`ARTIFACT_COPIES`), then
-    the input's (see :data:`INPUT_COPIES`); the manifest says which were left out. ``ahead``
+    the input's (see :data:`INPUT_COPIES`); the manifest says which were left out, and why,
+    once per group (``left_out_of_zip``: ``{group: {"why": ..., "files": [...]}}``). ``ahead``
     holds the input's copies deflated while the site was built (see :class:`_Ahead`). An
     archive started here is deflated at the level the finished site calls for (see
     :func:`_site_level`); one appended to keeps its own.
@@ -547,17 +569,20 @@ def _complete_zip(
             if _deferred(name) and name not in optional:
                 _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
     del archive  # before the archive is opened again, below
-    size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE  # the manifest goes in too
-    kept: list[str] = []
-    left_out: dict[str, str] = {}
     everything = [name for names in groups.values() for name in names]
+    # the manifest goes in too: a line per file, shorter for each file left out
+    size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE
+    size -= len(everything) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
+    kept: list[str] = []
+    left_out: dict[str, list[str]] = {}
     # none fits when the rest is over the limit already; else whether they all fit whatever
     # deflate makes of them, or else each group by its size deflated ahead, or an estimate
     if size > GITHUB_ATTACHMENT_LIMIT:
-        left_out = {name: _LEFT_OUT_WHY[kind] for kind, names in groups.items() for name in names}
-    elif size + sum(digests[name].size + _DEFLATE_OVERHEAD for name in everything) <= (
-        GITHUB_ATTACHMENT_LIMIT
-    ):
+        left_out = {kind: names for kind, names in groups.items() if names}
+    elif size + sum(
+        digests[name].size + _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
+        for name in everything
+    ) <= (GITHUB_ATTACHMENT_LIMIT):
         kept = everything
     else:
         for kind, names in groups.items():
@@ -565,19 +590,24 @@ def _complete_zip(
                 continue
             later = [name for name in names if ahead is None or name not in ahead]
             estimate = ahead.size(names) if ahead is not None else 0
+            estimate += len(names) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
             if later:
                 estimate += compressed_estimate([site / name for name in later], level)
             # the input's copies go before the pages' copies: none stays once those are left out
             if size + estimate <= GITHUB_ATTACHMENT_LIMIT and not (
-                copies and copies[0] in left_out
+                copies and ARTIFACT_COPIES in left_out
             ):
                 kept += names
                 size += estimate
             else:
-                left_out.update(dict.fromkeys(names, _LEFT_OUT_WHY[kind]))
+                left_out[kind] = names
     if left_out:
-        extra["left_out_of_zip"] = left_out
-    chunks = _manifest_chunks(site, listing, digests, trace=trace, version=version, extra=extra)
+        extra["left_out_of_zip"] = {
+            kind: {"why": _LEFT_OUT_WHY[kind], "files": names} for kind, names in left_out.items()
+        }
+    fields = {"trace": trace, "version": version, "extra": extra}
+    out = {name for names in left_out.values() for name in names}
+    chunks = _manifest_chunks(site, listing, digests, **fields, left_out=out)
     _write_manifest(site, chunks)
     with _Zip(tmp, "a", catalog, level) as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")

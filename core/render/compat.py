@@ -205,7 +205,7 @@ class CompatWriter:
         if artifact.kind == "dynamo_guards":
             context["title"] = f"Guards {unit.display}"
             context["items"] = guard_codes(payload)
-        elif artifact.kind.endswith("compilation_metrics"):
+        elif is_metrics_page(artifact):
             # every field is in a table on the report page and in raw.jsonl; the config dumps
             # in them made a second copy here the biggest of these pages
             context["title"] = f"Compilation metrics {unit.display}"
@@ -332,3 +332,10 @@ def _directory_entries(unit: CompileUnit) -> Iterator[dict[str, Any]]:
 def kernel_stack_traces(text: str) -> dict[str, list[str]]:
     """Kernel → readable stack traces, as tlparse's ``*_readable.html`` shows them."""
     return {k.kernel: k.traces for k in parse_kernel_stack_traces(text) or []}
+
+
+def is_metrics_page(artifact: Artifact) -> bool:
+    """Whether ``artifact``'s file is tlparse's page of a compilation metrics record: tlsite
+    writes it as a pointer to the compile page, whose table shows every field of the record
+    (so a zip bundle over the attachment limit may leave it out, as a copy)."""
+    return artifact.body == BODY_PAGE and artifact.kind.endswith("compilation_metrics")

@@ -43,7 +43,7 @@ from ..records import is_whole_number, loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
 from . import extra_pages
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
-from .compat import kernel_stack_traces, pretty_json
+from .compat import is_metrics_page, kernel_stack_traces, pretty_json
 from .escape import safe_url, url_path
 from .highlight import BLOCK_ID, CodeBlock, Highlighter, highlight_html
 from .page import (  # noqa: F401 (re-exported)
@@ -140,6 +140,7 @@ class ArtifactView:
     detail: Any = None
     text_view: Any = None
     facts: Markup | None = None
+    metrics_page: bool = False  # its raw file is tlparse's page of a metrics record
 
 
 class ReportRenderer:
@@ -518,7 +519,7 @@ class ReportRenderer:
             if a.link_url:
                 continue
             href = url_path(a.raw_href) if a.raw_href else None
-            copy = bool(href and a.block and not a.truncated)
+            copy = bool(href and (a.metrics_page or (a.block and not a.truncated)))
             if copy:
                 self.artifact_copies.append(self.prefix + a.raw_href.removeprefix("../"))
             facts = str(facts_of(a, href, copy))
@@ -761,6 +762,7 @@ class ReportRenderer:
             cache=artifact.cache,
             role=artifact.graph_role,
             size_text=_size_text(artifact.payload.size if artifact.payload else 0),
+            metrics_page=is_metrics_page(artifact),
         )
         shown = artifact_code(self.trace, artifact)
         if shown is None:
