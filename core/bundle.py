@@ -241,6 +241,11 @@ _MANIFEST_NOTE = (
     "artifact), so it contains everything the trace contains: model code, graphs, file paths "
     "and whatever was logged. Share it knowingly."
 )
+#: Added to the note of a zip that left files out (its manifest names them).
+_LEFT_OUT_NOTE = (
+    " This zip leaves some of those files out, to stay under GitHub's attachment limit: "
+    "left_out_of_zip says which and why; the site it was made from has them."
+)
 
 
 def manifest_json(
@@ -283,7 +288,7 @@ def _manifest_chunks(
     summary: dict[str, Any] = {
         "generator": f"tlsite {version}",
         "trace": trace,
-        "note": _MANIFEST_NOTE,
+        "note": _MANIFEST_NOTE + (_LEFT_OUT_NOTE if left_out else ""),
         **(extra or {}),
         "file_count": len(listing),
         "total_size": total,
