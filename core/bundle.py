@@ -601,12 +601,12 @@ class _Ahead:
     beside the archive, each as the zip entry it would be: the zip copies their bytes in at the
     end instead of deflating them then, after the last page, while the other core idles.
     Whether the copies fit is known only at the end, so deflating them ahead is a bet: the
-    input's copies only while they are estimated to need at most half of the attachment limit
-    (bigger ones rarely fit beside the pages, and would be deflated for nothing); a compile's
-    files only while the archive so far and those deflated ahead stay under the limit (past
-    it, tlparse's copies cannot go in), and only files of :data:`_AHEAD_MIN_BYTES` or more
-    (each keeps its entry in memory until the end). The others are deflated at the end if
-    they go in, as without a worker.
+    input's copies, and the files of compile folders, each only while they are estimated to
+    need at most half of the attachment limit (bigger ones rarely fit beside the pages, and
+    would be deflated for nothing), the latter also only while the archive so far and they
+    stay under the limit (past it, tlparse's copies cannot go in), and only files of
+    :data:`_AHEAD_MIN_BYTES` or more (each keeps its entry in memory until the end). The
+    others are deflated at the end if they go in, as without a worker.
     """
 
     def __init__(self, path: Path, level: int = SMALL_LEVEL) -> None:
@@ -632,11 +632,13 @@ class _Ahead:
         path = os.path.join(site, name)
         size = os.stat(path).st_size
         copy = input_copy_kind(name) is not None
+        bet = GITHUB_ATTACHMENT_LIMIT // 2
         if not copy and (
-            size < _AHEAD_MIN_BYTES or archived + self._artifacts > GITHUB_ATTACHMENT_LIMIT
+            size < _AHEAD_MIN_BYTES
+            or self._artifacts > bet
+            or archived + self._artifacts > GITHUB_ATTACHMENT_LIMIT
         ):
             return None
-        bet = GITHUB_ATTACHMENT_LIMIT // 2
         if copy and self._deflated + size > bet:
             estimate = compressed_estimate([Path(path)], self.level)
             if self._deflated + estimate > bet:
