@@ -519,8 +519,8 @@ def _complete_zip(
     folder. The copies go in last, each group only if the archive stays attachable with it:
     first tlparse's ``copies`` of what the compile pages show (:data:`ARTIFACT_COPIES`), then
     the input's (see :data:`INPUT_COPIES`); the manifest says which were left out. ``ahead``
-    holds the input's copies deflated while the site was built (see :class:`_Ahead`). An
-    archive started here is deflated at the level the finished site calls for (see
+    holds the files deflated while the site was built (see :class:`_Ahead`). An archive
+    started here is deflated at the level the finished site calls for (see
     :func:`_site_level`); one appended to keeps its own.
     """
     listing = catalog.list_site(site)
