@@ -189,6 +189,10 @@ _LEFT_OUT_WHY = {
 }
 
 
+#: The smallest file of a compile's folder that the zip's worker deflates ahead (see
+#: :class:`_Ahead`): a compile's files are mostly a few big ones, and a trace of a million
+#: small artifacts would keep a million entries in memory.
+_AHEAD_MIN_BYTES = 16 << 10
 _ARTIFACT_FILE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+")  # a file in a compile's folder
 #: tlparse's page of a compilation metrics record in a compile's folder (see ARTIFACT_COPIES)
 _METRICS_PAGE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]*compilation_metrics_\d+\.html")
@@ -542,8 +546,8 @@ def _complete_zip(
     first tlparse's ``copies`` of what the compile pages show (:data:`ARTIFACT_COPIES`), then
     the input's (see :data:`INPUT_COPIES`); the manifest says which were left out, and why,
     once per group (``left_out_of_zip``: ``{group: {"why": ..., "files": [...]}}``). ``ahead``
-    holds the input's copies deflated while the site was built (see :class:`_Ahead`). An
-    archive started here is deflated at the level the finished site calls for (see
+    holds the files deflated while the site was built (see :class:`_Ahead`). An archive
+    started here is deflated at the level the finished site calls for (see
     :func:`_site_level`); one appended to keeps its own.
     """
     listing = catalog.list_site(site)
@@ -572,7 +576,10 @@ def _complete_zip(
             _add_site_file(archive, site, name, digests)
         for name in listing:  # the deferred files that are not copies of what a page shows
             if _deferred(name) and name not in optional:
-                _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
+                if ahead is not None and name in ahead:
+                    ahead.copy_into(archive, name)
+                else:
+                    _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
     del archive  # before the archive is opened again, below
     everything = [name for names in groups.values() for name in names]
     # the manifest goes in too: a line per file, shorter for each file left out
@@ -624,13 +631,17 @@ def _complete_zip(
 
 
 class _Ahead:
-    """The input's copies (``raw.log``, ``raw.jsonl``) deflated while the site is built, in a
-    side file beside the archive, each as the zip entry it would be: a zip that keeps them
-    copies its bytes in at the end instead of deflating the biggest files of the site then,
-    after the last page. Whether they fit is known only at the end, so deflating them ahead
-    is a bet: taken only while the input's copies are estimated to need at most half of the
-    attachment limit (bigger ones rarely fit beside the pages, and would be deflated for
-    nothing); the others are deflated at the end if they fit, as without a worker.
+    """The files that go into the zip only at its end (see :func:`_deferred`: the input's
+    copies, the files of a compile's folder) deflated while the site is built, in a side file
+    beside the archive, each as the zip entry it would be: the zip copies their bytes in at the
+    end instead of deflating them then, after the last page, while the other core idles.
+    Whether the copies fit is known only at the end, so deflating them ahead is a bet: the
+    input's copies, and the files of compile folders, each only while they are estimated to
+    need at most half of the attachment limit (bigger ones rarely fit beside the pages, and
+    would be deflated for nothing), the latter also only while the archive so far and they
+    stay under the limit (past it, tlparse's copies cannot go in), and only files of
+    :data:`_AHEAD_MIN_BYTES` or more (each keeps its entry in memory until the end). The
+    others are deflated at the end if they go in, as without a worker.
     """
 
     def __init__(self, path: Path, level: int = SMALL_LEVEL) -> None:
@@ -643,17 +654,27 @@ class _Ahead:
         self._entries: dict[str, tuple[zipfile.ZipInfo, int]] = {}
         #: the input's copies handed over so far, deflated (or as estimated, when not deflated)
         self._deflated = 0
+        #: the compile's files deflated so far
+        self._artifacts = 0
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
-    def take(self, site: Path, name: str) -> Digest | None:
-        """Deflate the input copy ``name`` if the bet holds (its digest), else None. A file
-        whose size is within the bet is deflated without an estimate (a small rank log would
-        be deflated twice)."""
+    def take(self, site: Path, name: str, archived: int) -> Digest | None:
+        """Deflate the deferred file ``name`` if the bet holds (its digest), else None.
+        ``archived``: the bytes of the archive so far. An input copy whose size is within the
+        bet is deflated without an estimate (a small rank log would be deflated twice)."""
         path = os.path.join(site, name)
+        size = os.stat(path).st_size
+        copy = input_copy_kind(name) is not None
         bet = GITHUB_ATTACHMENT_LIMIT // 2
-        if self._deflated + os.stat(path).st_size > bet:
+        if not copy and (
+            size < _AHEAD_MIN_BYTES
+            or self._artifacts > bet
+            or archived + self._artifacts > GITHUB_ATTACHMENT_LIMIT
+        ):
+            return None
+        if copy and self._deflated + size > bet:
             estimate = compressed_estimate([Path(path)], self.level)
             if self._deflated + estimate > bet:
                 self._deflated += estimate  # the copies after it are bet on as after it
@@ -663,7 +684,10 @@ class _Ahead:
         with open(path, "rb") as source, self._zip.open(info, "w") as target:
             digest = _read_digest(source, copy_to=target.write)
         self._entries[name] = (info, self._zip.start_dir)
-        self._deflated += self._zip.start_dir - start
+        if copy:
+            self._deflated += self._zip.start_dir - start
+        else:
+            self._artifacts += self._zip.start_dir - start
         self._zip.filelist.clear()  # the entries are kept here, with their ends
         return digest
 
@@ -919,15 +943,15 @@ def _add_site_file(
     """Deflate the site's file ``name`` into ``archive`` once, recording its digest.
 
     The manifest is written last, and the copies of the input and the files of a compile's
-    folder are only hashed (the input's copies maybe deflated ``ahead``): :func:`_complete_zip`
-    adds them once it knows which are copies of what a page shows and whether the archive
-    stays attachable with those.
+    folder are only hashed, or deflated ``ahead`` into a side file: :func:`_complete_zip` adds
+    them once it knows which are copies of what a page shows and whether the archive stays
+    attachable with those.
     """
     if name in digests or name == MANIFEST_NAME:
         return
     path = os.path.join(site, name)  # text: a Path apiece would intern every name
-    if ahead is not None and input_copy_kind(name) is not None:
-        digests[name] = ahead.take(site, name) or _file_digest(path)
+    if ahead is not None and _deferred(name):
+        digests[name] = ahead.take(site, name, archive.start_dir) or _file_digest(path)
     elif _deferred(name):
         digests[name] = _file_digest(path)
     else:
