@@ -121,14 +121,15 @@ def _site_level(site: Path, listing: Iterable[str]) -> int:
     )
     if stored <= GITHUB_ATTACHMENT_LIMIT:
         return FAST_LEVEL
-    paths = [os.path.join(folder, name) for name in listing]  # text: see _relative_files
-    return deflate_level(compressed_estimate(paths, FAST_LEVEL))
+    return deflate_level(compressed_estimate(site, list(listing), FAST_LEVEL))
 
 
-def _add_to_zip(archive: zipfile.ZipFile, path: str | Path, name: str) -> Digest:
-    """Deflate ``path`` into ``archive`` (at its level) as ``name``; return its size and
-    SHA-256."""
-    info = _entry_info(name, archive.compresslevel)
+def _add_to_zip(
+    archive: zipfile.ZipFile, path: str | Path, name: str, level: int | None = None
+) -> Digest:
+    """Deflate ``path`` into ``archive`` as ``name`` (at ``level``, or else the archive's);
+    return its size and SHA-256."""
+    info = _entry_info(name, archive.compresslevel if level is None else level)
     with open(path, "rb") as source, archive.open(info, "w") as target:
         return _read_digest(source, copy_to=target.write)
 
@@ -215,11 +216,13 @@ def input_copy_kind(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def compressed_estimate(paths: Sequence[str | Path], level: int = SMALL_LEVEL) -> int:
-    """About how many bytes ``paths`` take in a zip deflated at ``level``: a deflated sample
-    (up to a few MB: the first bytes of a big file, every so many of many small ones, each
-    deflated on its own as a zip entry is), scaled up to their size, plus each entry's
-    headers."""
+def compressed_estimate(site: Path, names: Sequence[str], level: int) -> int:
+    """About how many bytes the site files ``names`` take in its zip deflated at ``level``: a
+    deflated sample (up to a few MB: the first bytes of a big file, every so many of many
+    small ones, each deflated on its own as a zip entry is), scaled up to their size, plus each
+    entry's headers (which hold its name in the zip, so where the site is does not count)."""
+    folder = str(site)
+    paths = [os.path.join(folder, name) for name in names]  # text: see _relative_files
     size = sum(os.stat(path).st_size for path in paths)
     sampled = deflated = 0
     for path in paths[:: max(1, size // _SAMPLE_BYTES)]:
@@ -229,7 +232,7 @@ def compressed_estimate(paths: Sequence[str | Path], level: int = SMALL_LEVEL) -
         deflated += len(zlib.compress(chunk, level))
         if sampled >= _SAMPLE_BYTES:
             break
-    headers = sum(_ENTRY_HEADERS + 2 * len(str(path)) for path in paths)  # names: at most this
+    headers = sum(_ENTRY_HEADERS + 2 * len(f"{site.name}/{name}") for name in names)
     return (int(deflated * size / sampled) if sampled else 0) + headers
 
 
@@ -586,6 +589,7 @@ def _complete_zip(
     size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE
     size -= len(everything) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
     kept: list[str] = []
+    smaller: set[str] = set()  # kept copies deflated at SMALL_LEVEL, not the archive's level
     left_out: dict[str, list[str]] = {}
     # none fits when the rest is over the limit already; else whether they all fit whatever
     # deflate makes of them, or else each group by its size deflated ahead, or an estimate
@@ -600,15 +604,17 @@ def _complete_zip(
         for kind, names in groups.items():
             if not names:
                 continue
-            later = [name for name in names if ahead is None or name not in ahead]
-            estimate = ahead.size(names) if ahead is not None else 0
-            estimate += len(names) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
-            if later:
-                estimate += compressed_estimate([site / name for name in later], level)
             # the input's copies go before the pages' copies: none stays once those are left out
-            if size + estimate <= GITHUB_ATTACHMENT_LIMIT and not (
-                copies and ARTIFACT_COPIES in left_out
-            ):
+            if copies and ARTIFACT_COPIES in left_out:
+                left_out[kind] = names
+                continue
+            estimate = _group_estimate(site, names, level, ahead)
+            if size + estimate > GITHUB_ATTACHMENT_LIMIT and level != SMALL_LEVEL:
+                # a zip expected to fit fast came out bigger: these may fit deflated smaller
+                estimate = _group_estimate(site, names, SMALL_LEVEL, None)
+                if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
+                    smaller.update(names)
+            if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
                 kept += names
                 size += estimate
             else:
@@ -624,10 +630,24 @@ def _complete_zip(
     with _Zip(tmp, "a", catalog, level) as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         for name in kept:
-            if ahead is not None and name in ahead:
+            if name in smaller:
+                path = os.path.join(folder, name)
+                _add_to_zip(archive, path, f"{site.name}/{name}", SMALL_LEVEL)
+            elif ahead is not None and name in ahead:
                 ahead.copy_into(archive, name)
             else:
                 _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
+
+
+def _group_estimate(site: Path, names: list[str], level: int, ahead: _Ahead | None) -> int:
+    """About what a group of copies adds to the zip at ``level`` with its manifest lines (those
+    deflated ahead by their size as they are)."""
+    later = [name for name in names if ahead is None or name not in ahead]
+    estimate = ahead.size(names) if ahead is not None else 0
+    estimate += len(names) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
+    if later:
+        estimate += compressed_estimate(site, later, level)
+    return estimate
 
 
 class _Ahead:
@@ -675,7 +695,7 @@ class _Ahead:
         ):
             return None
         if copy and self._deflated + size > bet:
-            estimate = compressed_estimate([Path(path)], self.level)
+            estimate = compressed_estimate(site, [name], self.level)
             if self._deflated + estimate > bet:
                 self._deflated += estimate  # the copies after it are bet on as after it
                 return None
