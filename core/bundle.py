@@ -664,7 +664,7 @@ class _Ahead:
     others are deflated at the end if they go in, as without a worker.
     """
 
-    def __init__(self, path: Path, level: int = SMALL_LEVEL) -> None:
+    def __init__(self, path: Path, level: int) -> None:
         self._file = open(path, "w+b")  # noqa: SIM115 (closed by close())
         self.path = path
         self.level = level  # the archive's
@@ -905,15 +905,13 @@ class _NoNames(dict[str, zipfile.ZipInfo]):
 class _Zip(zipfile.ZipFile):
     """A deflated zip whose entries wait in a :class:`_Catalog` until the central directory
     is written, and which reopens to append (mode "a") without reading them back. Its
-    entries are deflated at ``level`` (by default, the catalog's: the level it was started at).
+    entries are deflated at ``level`` (kept in the catalog: the level an archive appended to
+    was started at).
     """
 
-    def __init__(
-        self, path: Path, mode: Literal["w", "a"], catalog: _Catalog, level: int | None = None
-    ) -> None:
+    def __init__(self, path: Path, mode: Literal["w", "a"], catalog: _Catalog, level: int) -> None:
         self._catalog = catalog
-        if level is not None:
-            catalog.level = level
+        catalog.level = level
         super().__init__(path, mode, compression=zipfile.ZIP_DEFLATED, compresslevel=catalog.level)
         self.filelist = catalog.entries  # type: ignore[assignment]
         self.NameToInfo = _NoNames()
