@@ -979,8 +979,9 @@ def _add_site_file(
 class _WorkerLevel:
     """The level a zip written while its site is built deflates at, from its input's size (the
     default level when that is not known): the trace's logs as the build found them, then,
-    as each ``raw.log`` copy comes (before a trace's pages), as they are unpacked (a gzipped
-    log's size undersold it)."""
+    as each ``raw.log`` copy comes, as they are unpacked (a gzipped log's size undersold it).
+    A single trace's copy comes before its pages; a job's ranks hand theirs over after their
+    pages, so a gzipped rank's correction reaches the next rank."""
 
     def __init__(self, input_size: int | None) -> None:
         self._input = input_size
