@@ -56,11 +56,13 @@ def zip_entries(archive: Path) -> dict[str, bytes]:
         return {name.split("/", 1)[1]: bundle.read(name) for name in bundle.namelist()}
 
 
-def assert_built_as_by_base(trace: Path, tmp: Path) -> None:
-    """``trace``'s site and zip are byte for byte what :data:`BASE_REV` builds."""
-    assert BASE_REV
+def assert_built_as_by_base(trace: Path, tmp: Path, base: str | None = None) -> None:
+    """``trace``'s site and zip are byte for byte what ``base`` (else :data:`BASE_REV`)
+    builds."""
+    rev = base or BASE_REV
+    assert rev
     ours = cli_build(trace, tmp / "new" / "site", PROJECT_ROOT.parent)
-    theirs = cli_build(trace, tmp / "old" / "site", snapshot(BASE_REV, tmp / "base"))
+    theirs = cli_build(trace, tmp / "old" / "site", snapshot(rev, tmp / "base"))
     ours_files, their_files = site_files(ours), site_files(theirs)
     assert ours_files.keys() == their_files.keys()
     assert [name for name in ours_files if ours_files[name] != their_files[name]] == []

@@ -3,7 +3,7 @@
 The renderer lists these copies for the zip bundle as it renders the pages
 (``ReportRenderer.artifact_copies``); tests read them back from the pages a user opens, by
 their "raw file" links marked ``tlsite-copy``, to hand to ``write_bundle`` and to check the
-renderer's list.
+renderer's list; and a zip written as the build's worker writes it.
 """
 
 from __future__ import annotations
@@ -11,8 +11,13 @@ from __future__ import annotations
 import html
 import posixpath
 import re
+import threading
+from multiprocessing import Pipe
 from pathlib import Path
 from urllib.parse import unquote
+
+from tlsite import __version__
+from tlsite.core import bundle
 
 _COPY_LINK = re.compile(r'<a href="([^"]+)" class="tlsite-copy"')
 _COMPILE_FOLDER_FILE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+")  # not a shared payload file
@@ -29,3 +34,27 @@ def copies_linked(site: Path) -> list[str]:
             if _COMPILE_FOLDER_FILE.fullmatch(target) and (site / target).is_file():
                 copies.add(target)
     return sorted(copies)
+
+
+def zip_as_the_worker(site: Path, dest: Path, input_size: int) -> None:
+    """Write ``site``'s zip to ``dest`` as the build's zip worker does (its service run in a
+    thread here, so that a limit a test lowered holds) for an input of ``input_size`` bytes,
+    the files handed over as a build does: tlparse's files (``raw.log`` among them) before
+    the pages, then the copies the pages link."""
+    inbox, to_worker = Pipe(duplex=False)
+    from_worker, outbox = Pipe(duplex=False)
+    tmp = dest.with_name(dest.name + ".part")
+    service = threading.Thread(
+        target=bundle._zip_service,
+        args=(inbox, outbox, str(site), str(tmp), str(input_size)),
+        daemon=True,
+    )
+    service.start()
+    for name in sorted(bundle.site_listing(site), key=lambda name: name.endswith(".html")):
+        to_worker.send(name)
+    fields = {"trace": "t.log", "version": __version__, "extra": {}}
+    to_worker.send({**fields, "copies": copies_linked(site)})
+    assert from_worker.poll(120), "the worker did not finish"
+    assert from_worker.recv() == ("done", None)
+    service.join()
+    tmp.replace(dest)

@@ -14,15 +14,13 @@ import shutil
 import subprocess
 import threading
 import zipfile
-from multiprocessing import Pipe
 from pathlib import Path
 from typing import Any
 
 import pytest
-from site_copies import copies_linked
+from site_copies import copies_linked, zip_as_the_worker
 
 import tlsite.core.bundle as bundle
-from tlsite import __version__
 from tlsite.cli import build
 
 STORM = Path(__file__).parent / "fixtures" / "traces" / "zipstorm" / "zipstorm.log"
@@ -40,10 +38,12 @@ def _worker_zip(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch) -> list
     late: list[str] = []
     add_to_zip, complete_zip = bundle._add_to_zip, bundle._complete_zip
 
-    def watched_add(archive: zipfile.ZipFile, path: str | Path, name: str) -> bundle.Digest:
+    def watched_add(
+        archive: zipfile.ZipFile, path: str | Path, name: str, *level: int
+    ) -> bundle.Digest:
         if completing.is_set():
             late.append(name.split("/", 1)[1])
-        return add_to_zip(archive, path, name)
+        return add_to_zip(archive, path, name, *level)
 
     def watched_complete(*args: Any, **kwargs: Any) -> None:
         completing.set()
@@ -52,29 +52,8 @@ def _worker_zip(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch) -> list
     with monkeypatch.context() as watching:
         watching.setattr(bundle, "_add_to_zip", watched_add)
         watching.setattr(bundle, "_complete_zip", watched_complete)
-        _run_worker(site, dest)
+        zip_as_the_worker(site, dest, (site / bundle.RAW_LOG).stat().st_size)
     return late
-
-
-def _run_worker(site: Path, dest: Path) -> None:
-    inbox, to_worker = Pipe(duplex=False)
-    from_worker, outbox = Pipe(duplex=False)
-    tmp = dest.with_name(dest.name + ".part")
-    input_size = (site / bundle.RAW_LOG).stat().st_size
-    service = threading.Thread(
-        target=bundle._zip_service,
-        args=(inbox, outbox, str(site), str(tmp), str(input_size)),
-        daemon=True,
-    )
-    service.start()
-    for name in sorted(bundle.site_listing(site), key=lambda name: name.endswith(".html")):
-        to_worker.send(name)
-    fields = {"trace": "t.log", "version": __version__, "extra": {}}
-    to_worker.send({**fields, "copies": copies_linked(site)})
-    assert from_worker.poll(120), "the worker did not finish"
-    assert from_worker.recv() == ("done", None)
-    service.join()
-    tmp.replace(dest)
 
 
 def _entries(archive: Path) -> set[str]:

@@ -8,15 +8,13 @@ with the limit lowered under its fast zip (the default level, every file still i
 
 from __future__ import annotations
 
-import threading
 import zipfile
 import zlib
-from multiprocessing import Pipe
 from pathlib import Path
 
 import pytest
 from corpus import TORCH_213
-from site_copies import copies_linked
+from site_copies import copies_linked, zip_as_the_worker
 
 import tlsite.core.bundle as bundle
 from tlsite import __version__
@@ -80,30 +78,6 @@ def _whole_zip(site: Path, dest: Path) -> int:
     return size
 
 
-def _worker_zip(site: Path, dest: Path, input_size: int) -> None:
-    """The zip the build's worker writes (its service run here, so that a lowered limit holds)
-    for an input of ``input_size`` bytes, the files handed over as a build does: the
-    tlparse files (``raw.log`` among them) before the pages."""
-    inbox, to_worker = Pipe(duplex=False)
-    from_worker, outbox = Pipe(duplex=False)
-    tmp = dest.with_name(dest.name + ".part")
-    service = threading.Thread(
-        target=bundle._zip_service,
-        args=(inbox, outbox, str(site), str(tmp), str(input_size)),
-        daemon=True,
-    )
-    service.start()
-    names = bundle.site_listing(site)
-    for name in sorted(names, key=lambda name: name.endswith(".html")):
-        to_worker.send(name)
-    fields = {"trace": "t.log", "version": __version__, "extra": {}}
-    to_worker.send({**fields, "copies": copies_linked(site)})
-    assert from_worker.poll(120), "the worker did not finish"
-    assert from_worker.recv() == ("done", None)
-    service.join()
-    tmp.replace(dest)
-
-
 def test_a_zip_that_would_pass_the_limit_fast_is_deflated_smaller_with_every_file(
     storm_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,7 +100,7 @@ def test_a_zip_that_would_pass_the_limit_fast_is_deflated_smaller_with_every_fil
     assert at_once <= limit
     assert _levels(tmp_path / "at_once.zip", storm_site) == {DEFAULT}
 
-    _worker_zip(storm_site, tmp_path / "worker.zip", input_size=1)
+    zip_as_the_worker(storm_site, tmp_path / "worker.zip", input_size=1)
     assert bundle.left_out_of_zip(storm_site) == {}
     assert (tmp_path / "worker.zip").stat().st_size <= limit
     with zipfile.ZipFile(tmp_path / "worker.zip") as archive:
