@@ -102,11 +102,6 @@ class Digest(bytes):
     def sha256(self) -> str:
         return self[8:].hex()
 
-    @property
-    def hashed(self) -> bool:
-        """Whether it holds the SHA-256 (else only the size: a file the zip may leave out)."""
-        return len(self) > 8
-
 
 def deflate_level(expected: float) -> int:
     """The deflate level of a zip expected to take ``expected`` bytes at :data:`FAST_LEVEL`."""
@@ -287,15 +282,14 @@ def _manifest_chunks(
     """The manifest's JSON text: the summary fields, then one line per file of ``listing``.
 
     ``digests`` maps a file's relative path to the size and SHA-256 already taken (by
-    :class:`ZipWriter`, as it compressed the file; an input copy it did not deflate ahead, by
-    its size only); the other files are read here and added to it. The files ``left_out`` of
-    the zip get their path and size only: a digest vouches for what the bundle holds, and
-    theirs were a storm's biggest part of the manifest.
+    :class:`ZipWriter`, as it compressed the file); the other files are read here and
+    added to it. The files ``left_out`` of the zip get their path and size only: a digest
+    vouches for what the bundle holds, and theirs were a storm's biggest part of the manifest.
     """
     total = 0
     for name in listing:
         digest = digests.get(name)
-        if digest is None or not (digest.hashed or name in left_out):
+        if digest is None:
             digest = digests[name] = _file_digest(os.path.join(site, name))
         total += digest.size
     summary: dict[str, Any] = {
@@ -967,8 +961,7 @@ def _add_site_file(
     """Deflate the site's file ``name`` into ``archive`` once, recording its digest.
 
     The manifest is written last, and the copies of the input and the files of a compile's
-    folder are only hashed (an input copy only sized: most often it is too big to go in), or
-    deflated ``ahead`` into a side file: :func:`_complete_zip` adds
+    folder are only hashed, or deflated ``ahead`` into a side file: :func:`_complete_zip` adds
     them once it knows which are copies of what a page shows and whether the archive stays
     attachable with those.
     """
@@ -976,10 +969,7 @@ def _add_site_file(
         return
     path = os.path.join(site, name)  # text: a Path apiece would intern every name
     if ahead is not None and _deferred(name):
-        taken = ahead.take(site, name, archive.start_dir)
-        if taken is None and input_copy_kind(name) is not None:  # hashed if it goes in
-            taken = Digest.of(os.stat(path).st_size, b"")
-        digests[name] = taken or _file_digest(path)
+        digests[name] = ahead.take(site, name, archive.start_dir) or _file_digest(path)
     elif _deferred(name):
         digests[name] = _file_digest(path)
     else:
