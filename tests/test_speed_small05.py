@@ -61,20 +61,26 @@ def _count(output: str, label: str) -> int:
     return int(line.split(":")[1])
 
 
-def test_a_build_process_leaves_its_heap_to_the_os_at_exit(tmp_path: Path) -> None:
-    """What a build made is frozen before the interpreter's exit collections, which would
-    go through every object of it; and the build still removes its scratch folders."""
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT.parent), TMPDIR=str(scratch))
+def _build_in_a_process(script: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run ``script`` (which builds the example into ``tmp_path/site``) in a Python process of
+    its own; it must succeed."""
     done = subprocess.run(
-        [sys.executable, "-c", _BUILD_AND_EXIT, str(example_trace()), str(tmp_path / "site")],
-        env=env,
+        [sys.executable, "-c", script, str(example_trace()), str(tmp_path / "site")],
+        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT.parent), **env),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_a_build_process_leaves_its_heap_to_the_os_at_exit(tmp_path: Path) -> None:
+    """What a build made is frozen before the interpreter's exit collections, which would
+    go through every object of it; and the build still removes its scratch folders."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    done = _build_in_a_process(_BUILD_AND_EXIT, tmp_path, TMPDIR=str(scratch))
     assert (tmp_path / "site" / "index.html").is_file()
     assert (tmp_path / "site.zip").is_file()
     heap = _count(done.stdout, "objects after the build:")
@@ -85,15 +91,7 @@ def test_a_build_process_leaves_its_heap_to_the_os_at_exit(tmp_path: Path) -> No
 
 def test_a_program_calling_main_keeps_its_own_exit(tmp_path: Path) -> None:
     """``cli.main`` called by another program does not freeze that program's heap at exit."""
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT.parent))
-    done = subprocess.run(
-        [sys.executable, "-c", _HOST_CALLS_MAIN, str(example_trace()), str(tmp_path / "site")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
+    done = _build_in_a_process(_HOST_CALLS_MAIN, tmp_path)
     assert "host finalizer ran" in done.stdout
 
 
