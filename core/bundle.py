@@ -579,10 +579,7 @@ def _complete_zip(
             _add_site_file(archive, site, name, digests)
         for name in listing:  # the deferred files that are not copies of what a page shows
             if _deferred(name) and name not in optional:
-                if ahead is not None and name in ahead:
-                    ahead.copy_into(archive, name)
-                else:
-                    _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
+                _add_deferred(archive, site, name, ahead)
     del archive  # before the archive is opened again, below
     everything = [name for names in groups.values() for name in names]
     # the manifest goes in too: a line per file, shorter for each file left out
@@ -631,12 +628,20 @@ def _complete_zip(
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         for name in kept:
             if name in smaller:
-                path = os.path.join(folder, name)
-                _add_to_zip(archive, path, f"{site.name}/{name}", SMALL_LEVEL)
-            elif ahead is not None and name in ahead:
-                ahead.copy_into(archive, name)
+                _add_deferred(archive, site, name, None, SMALL_LEVEL)
             else:
-                _add_to_zip(archive, os.path.join(folder, name), f"{site.name}/{name}")
+                _add_deferred(archive, site, name, ahead)
+
+
+def _add_deferred(
+    archive: _Zip, site: Path, name: str, ahead: _Ahead | None, level: int | None = None
+) -> None:
+    """Add the deferred file ``name`` at the end: as it was deflated ``ahead``, if it was,
+    else deflated now (at ``level``, or else the archive's)."""
+    if ahead is not None and name in ahead:
+        ahead.copy_into(archive, name)
+    else:
+        _add_to_zip(archive, os.path.join(site, name), f"{site.name}/{name}", level)
 
 
 def _group_estimate(site: Path, names: list[str], level: int, ahead: _Ahead | None) -> int:
