@@ -8,12 +8,15 @@ renderer's list; and a zip written as the build's worker writes it.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import posixpath
 import re
 import threading
+from collections.abc import Iterator
 from multiprocessing import Pipe
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from tlsite import __version__
@@ -58,3 +61,21 @@ def zip_as_the_worker(site: Path, dest: Path, input_size: int) -> None:
     assert from_worker.recv() == ("done", None)
     service.join()
     tmp.replace(dest)
+
+
+@contextlib.contextmanager
+def deflated_now() -> Iterator[list[str]]:
+    """Within: the site files the zip deflates (``bundle._add_to_zip``), by path in the site,
+    as it deflates them (not those copied in as deflated ahead)."""
+    names: list[str] = []
+    add_to_zip = bundle._add_to_zip
+
+    def spy(archive: Any, path: str | Path, name: str, *level: int) -> bundle.Digest:
+        names.append(name.split("/", 1)[1])
+        return add_to_zip(archive, path, name, *level)
+
+    bundle._add_to_zip = spy  # type: ignore[assignment]
+    try:
+        yield names
+    finally:
+        bundle._add_to_zip = add_to_zip  # type: ignore[assignment]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from corpus import CORPUS, FIXTURE_TRACES
+from site_copies import deflated_now
 
 import tlsite.core.bundle as bundle
 from tlsite.cli import build
@@ -154,15 +155,8 @@ def test_input_copies_that_cannot_fit_are_left_out_without_being_compressed(
         sizes = {info.filename.split("/", 1)[1]: info.compress_size for info in archive.infolist()}
     limit = whole.stat().st_size - sizes["raw.log"] // 2  # the rest fits, raw.log does not
     monkeypatch.setattr(bundle, "GITHUB_ATTACHMENT_LIMIT", limit)
-    deflated: list[str] = []
-    add = bundle._add_to_zip
-
-    def spy(archive: zipfile.ZipFile, path: str | Path, name: str) -> bundle.Digest:
-        deflated.append(name.split("/", 1)[1])
-        return add(archive, path, name)
-
-    monkeypatch.setattr(bundle, "_add_to_zip", spy)
-    small = build(str(log), tmp_path / "small").bundle
+    with deflated_now() as deflated:
+        small = build(str(log), tmp_path / "small").bundle
     assert small is not None and small.stat().st_size <= limit
     with zipfile.ZipFile(small) as archive:
         names = [info.filename.split("/", 1)[1] for info in archive.infolist()]

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import threading
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from site_copies import copies_linked, zip_as_the_worker
+from site_copies import copies_linked, deflated_now, zip_as_the_worker
 
 import tlsite.core.bundle as bundle
 from tlsite.cli import build
@@ -34,23 +33,15 @@ def storm_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _worker_zip(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Write the site's zip as the build's worker does, for an input as big as the site's
     ``raw.log``; return the site files it deflated after the last page was handed over."""
-    completing = threading.Event()
     late: list[str] = []
-    add_to_zip, complete_zip = bundle._add_to_zip, bundle._complete_zip
-
-    def watched_add(
-        archive: zipfile.ZipFile, path: str | Path, name: str, *level: int
-    ) -> bundle.Digest:
-        if completing.is_set():
-            late.append(name.split("/", 1)[1])
-        return add_to_zip(archive, path, name, *level)
+    complete_zip = bundle._complete_zip
 
     def watched_complete(*args: Any, **kwargs: Any) -> None:
-        completing.set()
-        complete_zip(*args, **kwargs)
+        with deflated_now() as names:
+            complete_zip(*args, **kwargs)
+        late.extend(names)
 
     with monkeypatch.context() as watching:
-        watching.setattr(bundle, "_add_to_zip", watched_add)
         watching.setattr(bundle, "_complete_zip", watched_complete)
         zip_as_the_worker(site, dest, (site / bundle.RAW_LOG).stat().st_size)
     return late

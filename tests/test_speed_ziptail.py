@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from corpus import TORCH_213
-from site_copies import copies_linked
+from site_copies import copies_linked, deflated_now
 
 import tlsite.core.bundle as bundle
 from tlsite import __version__
@@ -60,9 +60,7 @@ def test_a_build_over_the_limit_leaves_out_the_copies_its_compile_pages_link(
     assert every_page - metrics <= names  # but tlparse's pointers to a compile page's table
 
 
-def _worker_zip(
-    site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch
-) -> tuple[list[str], list[str]]:
+def _worker_zip(site: Path, dest: Path) -> tuple[list[str], list[str]]:
     """The zip the worker writes (its steps, in this process) with every file handed over as
     the build does; the files deflated ahead, and those the end deflated."""
     tmp = dest.with_name(dest.name + ".part")
@@ -73,18 +71,10 @@ def _worker_zip(
         with bundle._Zip(tmp, "w", catalog, level) as archive:
             for name in bundle.site_listing(site):
                 bundle._add_site_file(archive, site, name, catalog.digests, ahead)
-        at_the_end: list[str] = []
-        deflate = bundle._add_to_zip
-
-        def spy(archive: zipfile.ZipFile, path: str | Path, name: str) -> bundle.Digest:
-            at_the_end.append(name.split("/", 1)[1])
-            return deflate(archive, path, name)
-
-        monkeypatch.setattr(bundle, "_add_to_zip", spy)
         fields = {"trace": "t.log", "version": __version__, "extra": {}}
         copies = copies_linked(site)
-        bundle._complete_zip(site, tmp, catalog, "a", **fields, copies=copies, ahead=ahead)
-        monkeypatch.setattr(bundle, "_add_to_zip", deflate)
+        with deflated_now() as at_the_end:
+            bundle._complete_zip(site, tmp, catalog, "a", **fields, copies=copies, ahead=ahead)
         taken = [name for name in INPUTS if name in ahead]
     finally:
         catalog.close()
@@ -103,14 +93,14 @@ def _reference(site: Path, dest: Path) -> dict[str, str]:
 
 
 def test_the_input_copies_are_deflated_while_the_site_is_built_not_after_it(
-    storm_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    storm_site: Path, tmp_path: Path
 ) -> None:
     """The biggest files of a storm's site, deflated after the last page, were most of the
     wait at the end of the build: now they are deflated as they are handed over, and the
     archive is the same."""
     left = _reference(storm_site, tmp_path / "reference.zip")
     assert left == {}  # everything fits: raw.log and raw.jsonl too
-    taken, at_the_end = _worker_zip(storm_site, tmp_path / "worker.zip", monkeypatch)
+    taken, at_the_end = _worker_zip(storm_site, tmp_path / "worker.zip")
     assert taken == list(INPUTS)
     assert not set(at_the_end) & set(INPUTS)
     assert (tmp_path / "worker.zip").read_bytes() == (tmp_path / "reference.zip").read_bytes()
@@ -135,7 +125,7 @@ def test_input_copies_that_may_not_fit_are_decided_as_without_a_worker(
     limit = size - inputs // 2 if bet else inputs * 9 // 5
     monkeypatch.setattr(bundle, "GITHUB_ATTACHMENT_LIMIT", limit)
     left = _reference(storm_site, tmp_path / "reference.zip")
-    taken, _ = _worker_zip(storm_site, tmp_path / "worker.zip", monkeypatch)
+    taken, _ = _worker_zip(storm_site, tmp_path / "worker.zip")
     assert _left_out(storm_site) == left
     assert "raw.log" in left
     assert ("raw.log" in taken) == bet
