@@ -10,14 +10,17 @@ at them, and writes every other page of that shape by filling the cuts: titles a
 prints them (as is and through ``striptags``), the table of contents with Material's own
 ``partials/toc-item.html`` in the same environment, so the markup stays Material's.
 
-It must not change a byte, so a page is stamped only when nothing else of it reaches the
+The cut text is written with its whitespace collapsed (:func:`collapse_whitespace`): Material's
+templates indent the chrome of every page, which a browser lays out the same with one space or
+line break per run, and a shape's chrome is collapsed once, not each page. Apart from that it
+must not change a byte, so a page is stamped only when nothing else of it reaches the
 template (:meth:`PageStamp.select`): front matter Material does not read, no canonical or edit
 URL, outside the navigation, in a folder no navigation page or theme file shares (links from it
 are then the same as from any page of its depth); and its table of contents opens with the
 ``<h1>`` (:meth:`PageStamp.__call__`). A sentinel left where the stamp does not fill it (the
 template showed the value some other way) refuses the shape, and the first page of every shape
-is also rendered in full and compared: a shape whose stamp differs is never used. Every other
-page is rendered by Material as usual.
+is also rendered in full and compared (before collapsing): a shape whose stamp differs is
+never used. Every other page is rendered by Material as usual.
 
 The plugin selects :data:`STAMP_TEMPLATE` for the pages :meth:`PageStamp.select` accepts and
 makes the stamp the template global ``tlsite_stamp``; the template calls it and falls back to
