@@ -116,9 +116,10 @@ def test_stamped_site_is_the_site_material_writes(
 
 
 def _article(page: bytes) -> bytes:
-    """The page's article (its content): the stamp never changes a byte of it."""
-    start, end = page.index(b"<article"), page.index(b"</article>")
-    return page[start:end]
+    """The page's content (in its ``<article>``, without the template's indentation around
+    it): the stamp never changes a byte of it."""
+    start, end = page.index(b">", page.index(b"<article")) + 1, page.index(b"</article>")
+    return page[start:end].strip()
 
 
 def _config(tmp_path: Path) -> MkDocsConfig:
