@@ -62,14 +62,16 @@ _SPACE = re.compile(r"[ \t\n\r\f]+")
 
 @dataclass(frozen=True)
 class _Cut:
-    """A page shape's template output: ``text[0]``, a slot, ``text[1]``, a slot, ..."""
+    """A template's output for a shape: ``text[0]``, a slot, ``text[1]``, a slot, ..."""
 
     text: list[str]
     slots: list[str]  # names of the values that go between the texts
-    toc_separator: str  # what the template writes between two table-of-contents items
+    separator: str  # what the template writes between two table-of-contents items
+    #: a page's: ``toc-item.html``'s cuts for an item without children and for one with
+    items: tuple[_Cut, _Cut] | None = None
 
     def collapsed(self) -> _Cut:
-        """The same page chrome with its insignificant whitespace collapsed
+        """The same chrome with its insignificant whitespace collapsed
         (:func:`collapse_whitespace`), cut at the same places."""
         mark = f"tlsite{secrets.token_hex(8)}"
         joined = "".join(
@@ -78,7 +80,17 @@ class _Cut:
         text = re.split(f"{mark}\\d+\\.", collapse_whitespace(joined))
         if len(text) != len(self.text):
             raise AssertionError("collapsing whitespace lost a slot of the page's shape")
-        return _Cut(text, self.slots, collapse_whitespace(self.toc_separator))
+        items = (
+            None if self.items is None else (self.items[0].collapsed(), self.items[1].collapsed())
+        )
+        return _Cut(text, self.slots, collapse_whitespace(self.separator), items)
+
+    def fill(self, values: dict[str, str]) -> str:
+        """The output with ``values`` (by slot name) in the slots."""
+        parts = [self.text[0]]
+        for slot, text in zip(self.slots, self.text[1:], strict=True):
+            parts += (values[slot], text)
+        return "".join(parts)
 
 
 class _Sentinel:
@@ -232,28 +244,85 @@ def _cut(page: Page, shape: tuple[bool, bool], env: Any, values: dict[str, Any])
         first.url: "skip",
         content: "content",
     }
+    split = _split(output, slots, separator, mark)
+    item_cuts = _item_cuts(env, staged, mark)
+    if split is None or item_cuts is None:
+        return None  # the template shows a value in a way the stamp does not fill (or case)
+    return _Cut(*split, separator, item_cuts)
+
+
+def _split(
+    output: str, slots: dict[str, str], separator: str, mark: str
+) -> tuple[list[str], list[str]] | None:
+    """``output`` cut at the sentinel texts ``slots`` names: its texts and their slots' names;
+    None if a sentinel is left elsewhere (in the texts or the ``separator``)."""
     pattern = "|".join(re.escape(text) for text in sorted(slots, key=len, reverse=True))
     pieces = re.split(f"({pattern})", output)
     text, found = pieces[::2], [slots[piece] for piece in pieces[1::2]]
     if any(mark in piece.lower() for piece in (separator, *text)):
-        return None  # the template shows a value in a way the stamp does not fill (or case)
-    return _Cut(text, found, separator)
+        return None
+    return text, found
+
+
+def _item_cuts(env: Any, values: dict[str, Any], mark: str) -> tuple[_Cut, _Cut] | None:
+    """``toc-item.html`` rendered with sentinels for an item without children and for one
+    with (its children's items a slot), and cut at them."""
+    template = env.get_template(_TOC_ITEM)
+
+    def item(name: str, *children: AnchorLink) -> AnchorLink:
+        link = AnchorLink(f"{mark}{name}<b>x</b>", f"{mark}{name}u", 2)
+        link.children = list(children)
+        return link
+
+    child_a, child_b = item("A"), item("B")
+    cuts = []
+    for sentinel in (item("L"), item("P", child_a, child_b)):
+        output = template.render({**values, "toc_item": sentinel})
+        slots = {sentinel.title: "title", _label(env, sentinel.title): "label", sentinel.url: "url"}
+        separator = ""
+        if sentinel.children:
+            first, second = (template.render({**values, "toc_item": c}) for c in (child_a, child_b))
+            start = output.find(first)
+            end = output.find(second, start + len(first))
+            if start < 0 or end < 0:
+                return None
+            separator = output[start + len(first) : end]
+            slots[output[start : end + len(second)]] = "children"
+        split = _split(output, slots, separator, mark)
+        if split is None:
+            return None
+        cuts.append(_Cut(*split, separator))
+    return cuts[0], cuts[1]
+
+
+def _label(env: Any, title: str) -> str:
+    """A table-of-contents item's title as ``toc-item.html`` writes it in an attribute."""
+    return str(env.filters["e"](env.filters["striptags"](title)))
+
+
+def _item_html(cut: _Cut, item: AnchorLink, env: Any, values: dict[str, Any]) -> str:
+    """A table-of-contents item (and its children) from a page shape's cut."""
+    if cut.items is None or hasattr(item, "typeset"):  # a value the cut does not fill
+        return env.get_template(_TOC_ITEM).render({**values, "toc_item": item})
+    leaf, parent = cut.items
+    filled = {"title": item.title, "label": _label(env, item.title), "url": item.url}
+    if not item.children:
+        return leaf.fill(filled)
+    children = (_item_html(cut, child, env, values) for child in item.children)
+    return parent.fill({**filled, "children": parent.separator.join(children)})
 
 
 def _fill(cut: _Cut, page: Page, env: Any, values: dict[str, Any]) -> str:
     """``page``'s HTML from its shape's cut."""
     first = next(iter(page.toc))
-    toc_item = env.get_template(_TOC_ITEM)
-    filled = {
-        "title": page.title,
-        "stripped_title": env.filters["striptags"](page.title),
-        "skip": first.url,
-        "toc": cut.toc_separator.join(
-            toc_item.render({**values, "toc_item": item}) for item in first.children
-        ),
-        "content": page.content,
-    }
-    parts = [cut.text[0]]
-    for slot, text in zip(cut.slots, cut.text[1:], strict=True):
-        parts += (filled[slot], text)
-    return "".join(parts)
+    return cut.fill(
+        {
+            "title": page.title,
+            "stripped_title": env.filters["striptags"](page.title),
+            "skip": first.url,
+            "toc": cut.separator.join(
+                _item_html(cut, item, env, values) for item in first.children
+            ),
+            "content": page.content,
+        }
+    )

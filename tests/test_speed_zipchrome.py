@@ -26,11 +26,8 @@ _INDENT = re.compile(r">[^<]*?[ \t\n]{2,}[^<]*?<")
 
 
 def _chrome(page: str) -> str:
-    """The page without its article (the content the renderer wrote) and the items of its
-    table of contents (Material's template renders them for each page)."""
-    chrome = page[: page.index("<article")] + page[page.index("</article>") :]
-    toc = chrome.index('data-md-component="toc"')
-    return chrome[:toc] + chrome[chrome.index("</nav>\n</div>", toc) :]
+    """The page without its article (the content the renderer wrote)."""
+    return page[: page.index("<article")] + page[page.index("</article>") :]
 
 
 def test_collapsing_whitespace_keeps_what_a_browser_shows() -> None:
