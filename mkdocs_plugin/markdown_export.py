@@ -32,7 +32,15 @@ from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.pages import render_tree
 
 from .csp import MARKER, static_policy
-from .site_config import ASSET_DIR, FEATURES, THEME_DIR, site_config
+from .site_config import (
+    ASSET_DIR,
+    FEATURES,
+    ICON_CSS,
+    ICON_DIR,
+    THEME_DIR,
+    icon_stylesheet,
+    site_config,
+)
 
 DOCS = "docs"
 OVERRIDES = "overrides"
@@ -78,10 +86,12 @@ def _write(
         written.append(page.path)
     # the pages refer to the theme's scripts and styles at assets/tlsite/ from the docs root
     shutil.copytree(THEME_DIR / ASSET_DIR, docs / ASSET_DIR)
+    (docs / ICON_CSS).write_text(icon_stylesheet(), encoding="utf-8")
     overrides = root / OVERRIDES
     overrides.mkdir()
     for template in THEME_DIR.glob("*.html"):
         shutil.copy2(template, overrides / template.name)
+    shutil.copytree(THEME_DIR / ICON_DIR, overrides / ICON_DIR)  # the chrome's icons
     _write_policy(overrides / "main.html", [page.path for page in tree.pages])
     CompatWriter(trace, docs, raw_log=raw_log).write_all()
     config = site_config(

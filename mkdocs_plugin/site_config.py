@@ -46,6 +46,10 @@ EXTRA_JS = f"{ASSET_DIR}/tlsite.js"
 #: Adds matches in the pages' code (``CODE_INDEX``) to Material's search results; the tlsite
 #: plugin adds it to the polyfills of the sites it builds a report into.
 SEARCH_CODE_JS = f"{ASSET_DIR}/search-code.js"
+#: Paints the page chrome's icons (:data:`CHROME_ICONS`): written into each site of its own.
+ICON_CSS = f"{ASSET_DIR}/icons.css"
+#: The theme's folder of tlsite's empty ``<svg>`` icons (``THEME_DIR``-relative).
+ICON_DIR = ".icons/tlsite"
 CODE_INDEX = "search/code_index.js"
 
 #: Material's files that a report never loads: source maps (only a browser's developer tools
@@ -75,6 +79,31 @@ def drop_unread_theme_files(files: Files, config: MkDocsConfig) -> None:
         files.remove(files.get_file_from_path(uri))
 
 
+def _tlsite_icon(icon: str) -> str:
+    """The name of tlsite's empty ``<svg>`` that shows Material's ``icon`` (``material/x``)."""
+    return f"tlsite/{icon.rsplit('/', 1)[1]}"
+
+
+def icon_stylesheet() -> str:
+    """The CSS that paints tlsite's chrome icons: each is Material's SVG file as a mask."""
+    from mkdocs.utils import get_theme_dir
+
+    icons = Path(get_theme_dir("material")) / ".icons"
+    rules = [
+        "/* mkdocs-material's icons of the page chrome, written by tlsite at build time */",
+        ".tlsite-icon{background-color:currentcolor;-webkit-mask:no-repeat center/contain;"
+        "mask:no-repeat center/contain}",
+    ]
+    for icon in (*CHROME_ICONS.values(), *TOGGLE_ICONS):
+        svg = " ".join((icons / f"{icon}.svg").read_text(encoding="utf-8").split())
+        if any(c in svg for c in "'\\#%"):  # would end or change the CSS string or data URL
+            raise ValueError(f"mkdocs-material's icon {icon} cannot be written as a data URL")
+        url = f"url('data:image/svg+xml;charset=utf-8,{svg}')"
+        name = _tlsite_icon(icon).rsplit("/", 1)[1]
+        rules.append(f".tlsite-icon--{name}{{-webkit-mask-image:{url};mask-image:{url}}}")
+    return "\n".join(rules) + "\n"
+
+
 # navigation.prune keeps the nav from being rendered into every page (quadratic size otherwise).
 # navigation.instant is left out: it turns itself off on file:// and needs site_url for Pages.
 # content.lazy: Material measures each code block it mounts (copy button, scroll overflow), and
@@ -91,17 +120,34 @@ FEATURES = [
     "search.suggest",
 ]
 
-# A light and a dark scheme with a toggle; the icons are inline SVG, so nothing is fetched.
+# The icons of Material's page chrome (header, search, back-to-top) by theme setting. Material
+# writes an icon's SVG path into every page where it shows it: ten of them, about a tenth of a
+# compile page once deflated, the same in all of them. A page shows instead tlsite's empty
+# <svg> of the same name (themes/material/.icons/tlsite/), which ICON_CSS paints with Material's
+# icon as a CSS mask (as Material draws its admonition icons): the paths are in one file a
+# site, read from the installed Material when the site is built.
+CHROME_ICONS = {
+    "logo": "material/library",
+    "menu": "material/menu",
+    "search": "material/magnify",
+    "previous": "material/arrow-left",
+    "close": "material/close",
+    "top": "material/arrow-up",
+}
+#: The palette toggles' icons (light scheme, dark scheme), shown the same way.
+TOGGLE_ICONS = ("material/brightness-7", "material/brightness-4")
+
+# A light and a dark scheme with a toggle; the icons are drawn from CSS, so nothing is fetched.
 PALETTE = [
     {
         "media": "(prefers-color-scheme: light)",
         "scheme": "default",
-        "toggle": {"icon": "material/brightness-7", "name": "Switch to dark mode"},
+        "toggle": {"icon": _tlsite_icon(TOGGLE_ICONS[0]), "name": "Switch to dark mode"},
     },
     {
         "media": "(prefers-color-scheme: dark)",
         "scheme": "slate",
-        "toggle": {"icon": "material/brightness-4", "name": "Switch to light mode"},
+        "toggle": {"icon": _tlsite_icon(TOGGLE_ICONS[1]), "name": "Switch to light mode"},
     },
 ]
 
@@ -160,6 +206,7 @@ def site_config(
             "font": False,  # no Google Fonts <link>; system fonts are used instead
             "features": list(FEATURES),
             "palette": [dict(p) for p in PALETTE],
+            "icon": {key: _tlsite_icon(icon) for key, icon in CHROME_ICONS.items()},
         },
         # offline writes search/search_index.js so the index loads via <script> on file://
         # compile ids are written "[0/1]": brackets, parentheses, commas and colons separate
@@ -172,7 +219,7 @@ def site_config(
             "polyfills": [WORKER_SHIM],
             "generator": False,  # no "Made with Material" footer link
         },
-        "extra_css": [EXTRA_CSS],
+        "extra_css": [ICON_CSS, EXTRA_CSS],
         "extra_javascript": [EXTRA_JS],
         "markdown_extensions": list(MARKDOWN_EXTENSIONS),
         "validation": VALIDATION,
@@ -362,11 +409,17 @@ def _theme_env(theme: Any) -> Any:
 def _of_its_own() -> BasePlugin:
     """The plugin of every site :func:`build_site` builds: it leaves out the theme files the
     pages never load (the theme's environment is :func:`_theme_env`'s)."""
-    from mkdocs.plugins import BasePlugin
+    from mkdocs.plugins import BasePlugin, event_priority
+    from mkdocs.structure.files import File
 
     class SiteOfItsOwn(BasePlugin):
+        # before the other plugins: a site in a job's folder leaves out its theme files (and
+        # this one) for the job root's
+        @event_priority(50)
         def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files:
             drop_unread_theme_files(files, config)
+            if ICON_CSS in config.extra_css and files.get_file_from_path(ICON_CSS) is None:
+                files.append(File.generated(config, ICON_CSS, content=icon_stylesheet()))
             return files
 
     return SiteOfItsOwn()

@@ -10,14 +10,17 @@ at them, and writes every other page of that shape by filling the cuts: titles a
 prints them (as is and through ``striptags``), the table of contents with Material's own
 ``partials/toc-item.html`` in the same environment, so the markup stays Material's.
 
-It must not change a byte, so a page is stamped only when nothing else of it reaches the
+The cut text is written with its whitespace collapsed (:func:`collapse_whitespace`): Material's
+templates indent the chrome of every page, which a browser lays out the same with one space or
+line break per run, and a shape's chrome is collapsed once, not each page. Apart from that it
+must not change a byte, so a page is stamped only when nothing else of it reaches the
 template (:meth:`PageStamp.select`): front matter Material does not read, no canonical or edit
 URL, outside the navigation, in a folder no navigation page or theme file shares (links from it
 are then the same as from any page of its depth); and its table of contents opens with the
 ``<h1>`` (:meth:`PageStamp.__call__`). A sentinel left where the stamp does not fill it (the
 template showed the value some other way) refuses the shape, and the first page of every shape
-is also rendered in full and compared: a shape whose stamp differs is never used. Every other
-page is rendered by Material as usual.
+is also rendered in full and compared (before collapsing): a shape whose stamp differs is
+never used. Every other page is rendered by Material as usual.
 
 The plugin selects :data:`STAMP_TEMPLATE` for the pages :meth:`PageStamp.select` accepts and
 makes the stamp the template global ``tlsite_stamp``; the template calls it and falls back to
@@ -51,15 +54,43 @@ _INERT_META = frozenset({"title", "render_macros", "template"})
 #: First folders the theme links to without a file of the site there (feeds).
 _LINKED_NAMES = frozenset({"assets", "feed_rss_created.xml", "feed_rss_updated.xml"})
 _TOC_ITEM = "partials/toc-item.html"
+#: What :func:`collapse_whitespace` leaves as it is: a tag, or a whole element whose text a
+#: browser shows (or runs) as written.
+_KEPT = re.compile(r"<(script|style|pre|textarea)\b.*?</\1\s*>|<[^>]*>", re.S | re.I)
+_SPACE = re.compile(r"[ \t\n\r\f]+")
 
 
 @dataclass(frozen=True)
 class _Cut:
-    """A page shape's template output: ``text[0]``, a slot, ``text[1]``, a slot, ..."""
+    """A template's output for a shape: ``text[0]``, a slot, ``text[1]``, a slot, ..."""
 
     text: list[str]
     slots: list[str]  # names of the values that go between the texts
-    toc_separator: str  # what the template writes between two table-of-contents items
+    separator: str  # what the template writes between two table-of-contents items
+    #: a page's: ``toc-item.html``'s cuts for an item without children and for one with
+    items: tuple[_Cut, _Cut] | None = None
+
+    def collapsed(self) -> _Cut:
+        """The same chrome with its insignificant whitespace collapsed
+        (:func:`collapse_whitespace`), cut at the same places."""
+        mark = f"tlsite{secrets.token_hex(8)}"
+        joined = "".join(
+            f"{text}{mark}{i}." if i < len(self.slots) else text for i, text in enumerate(self.text)
+        )
+        text = re.split(f"{mark}\\d+\\.", collapse_whitespace(joined))
+        if len(text) != len(self.text):
+            raise AssertionError("collapsing whitespace lost a slot of the page's shape")
+        items = (
+            None if self.items is None else (self.items[0].collapsed(), self.items[1].collapsed())
+        )
+        return _Cut(text, self.slots, collapse_whitespace(self.separator), items)
+
+    def fill(self, values: dict[str, str]) -> str:
+        """The output with ``values`` (by slot name) in the slots."""
+        parts = [self.text[0]]
+        for slot, text in zip(self.slots, self.text[1:], strict=True):
+            parts += (values[slot], text)
+        return "".join(parts)
 
 
 class _Sentinel:
@@ -116,12 +147,13 @@ class PageStamp:
                 return None
             self.stamped += 1
             return _fill(cut, page, env, values)
-        cut = self._cuts[key] = _cut(page, shape, env, values)
+        cut = _cut(page, shape, env, values)
         full = env.get_template("main.html").render(values)
         if cut is not None and _fill(cut, page, env, values) != full:
             log.debug("tlsite: the page template's stamp differs for %s", page.url)
-            self._cuts[key] = None
-        return full
+            cut = None
+        self._cuts[key] = cut = cut.collapsed() if cut is not None else None
+        return full if cut is None else _fill(cut, page, env, values)
 
 
 class Stamping:
@@ -142,6 +174,23 @@ class Stamping:
     def on_env(self, env: jinja2.Environment) -> None:
         if self.stamp is not None:
             env.globals["tlsite_stamp"] = self.stamp
+
+
+def collapse_whitespace(html: str) -> str:
+    """``html`` with every run of whitespace in its text written as one line break (if it had
+    one) or one space, which a browser lays out the same: not inside tags, nor in scripts,
+    styles, preformatted text or text areas. Material's templates indent the page chrome, and
+    the indentation was about a tenth of a compile page in a zip."""
+
+    def one(match: re.Match[str]) -> str:
+        return "\n" if "\n" in match.group(0) or "\r" in match.group(0) else " "
+
+    parts, end = [], 0
+    for kept in _KEPT.finditer(html):
+        parts += (_SPACE.sub(one, html[end : kept.start()]), kept.group(0))
+        end = kept.end()
+    parts.append(_SPACE.sub(one, html[end:]))
+    return "".join(parts)
 
 
 def _shape(page: Page) -> tuple[bool, bool] | None:
@@ -195,28 +244,85 @@ def _cut(page: Page, shape: tuple[bool, bool], env: Any, values: dict[str, Any])
         first.url: "skip",
         content: "content",
     }
+    split = _split(output, slots, separator, mark)
+    item_cuts = _item_cuts(env, staged, mark)
+    if split is None or item_cuts is None:
+        return None  # the template shows a value in a way the stamp does not fill (or case)
+    return _Cut(*split, separator, item_cuts)
+
+
+def _split(
+    output: str, slots: dict[str, str], separator: str, mark: str
+) -> tuple[list[str], list[str]] | None:
+    """``output`` cut at the sentinel texts ``slots`` names: its texts and their slots' names;
+    None if a sentinel is left elsewhere (in the texts or the ``separator``)."""
     pattern = "|".join(re.escape(text) for text in sorted(slots, key=len, reverse=True))
     pieces = re.split(f"({pattern})", output)
     text, found = pieces[::2], [slots[piece] for piece in pieces[1::2]]
     if any(mark in piece.lower() for piece in (separator, *text)):
-        return None  # the template shows a value in a way the stamp does not fill (or case)
-    return _Cut(text, found, separator)
+        return None
+    return text, found
+
+
+def _item_cuts(env: Any, values: dict[str, Any], mark: str) -> tuple[_Cut, _Cut] | None:
+    """``toc-item.html`` rendered with sentinels for an item without children and for one
+    with (its children's items a slot), and cut at them."""
+    template = env.get_template(_TOC_ITEM)
+
+    def item(name: str, *children: AnchorLink) -> AnchorLink:
+        link = AnchorLink(f"{mark}{name}<b>x</b>", f"{mark}{name}u", 2)
+        link.children = list(children)
+        return link
+
+    child_a, child_b = item("A"), item("B")
+    cuts = []
+    for sentinel in (item("L"), item("P", child_a, child_b)):
+        output = template.render({**values, "toc_item": sentinel})
+        slots = {sentinel.title: "title", _label(env, sentinel.title): "label", sentinel.url: "url"}
+        separator = ""
+        if sentinel.children:
+            first, second = (template.render({**values, "toc_item": c}) for c in (child_a, child_b))
+            start = output.find(first)
+            end = output.find(second, start + len(first))
+            if start < 0 or end < 0:
+                return None
+            separator = output[start + len(first) : end]
+            slots[output[start : end + len(second)]] = "children"
+        split = _split(output, slots, separator, mark)
+        if split is None:
+            return None
+        cuts.append(_Cut(*split, separator))
+    return cuts[0], cuts[1]
+
+
+def _label(env: Any, title: str) -> str:
+    """A table-of-contents item's title as ``toc-item.html`` writes it in an attribute."""
+    return str(env.filters["e"](env.filters["striptags"](title)))
+
+
+def _item_html(cut: _Cut, item: AnchorLink, env: Any, values: dict[str, Any]) -> str:
+    """A table-of-contents item (and its children) from a page shape's cut."""
+    if cut.items is None or hasattr(item, "typeset"):  # a value the cut does not fill
+        return env.get_template(_TOC_ITEM).render({**values, "toc_item": item})
+    leaf, parent = cut.items
+    filled = {"title": item.title, "label": _label(env, item.title), "url": item.url}
+    if not item.children:
+        return leaf.fill(filled)
+    children = (_item_html(cut, child, env, values) for child in item.children)
+    return parent.fill({**filled, "children": parent.separator.join(children)})
 
 
 def _fill(cut: _Cut, page: Page, env: Any, values: dict[str, Any]) -> str:
     """``page``'s HTML from its shape's cut."""
     first = next(iter(page.toc))
-    toc_item = env.get_template(_TOC_ITEM)
-    filled = {
-        "title": page.title,
-        "stripped_title": env.filters["striptags"](page.title),
-        "skip": first.url,
-        "toc": cut.toc_separator.join(
-            toc_item.render({**values, "toc_item": item}) for item in first.children
-        ),
-        "content": page.content,
-    }
-    parts = [cut.text[0]]
-    for slot, text in zip(cut.slots, cut.text[1:], strict=True):
-        parts += (filled[slot], text)
-    return "".join(parts)
+    return cut.fill(
+        {
+            "title": page.title,
+            "stripped_title": env.filters["striptags"](page.title),
+            "skip": first.url,
+            "toc": cut.separator.join(
+                _item_html(cut, item, env, values) for item in first.children
+            ),
+            "content": page.content,
+        }
+    )
