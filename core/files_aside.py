@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 from multiprocessing.connection import Connection
-from typing import BinaryIO
 
+from .store import copy_range
 from .worker import WorkerProcess
 
 _SERVICE = "tlsite.core.files_aside:_write_files"
@@ -73,20 +73,10 @@ def _write_files(inbox: Connection, outbox: Connection, pack: str) -> None:
                 elif kind == "copy":
                     offset, size = what
                     with open(path, "wb") as target:
-                        _copy_range(source.fileno(), offset, size, target)
+                        copy_range(source.fileno(), offset, size, target)
                 else:
                     with open(path, "w", encoding="utf-8") as target:
                         target.write(what)
             except OSError as error:
                 failure = f"{path}: {error}"
     outbox.send(failure)
-
-
-def _copy_range(source: int, offset: int, size: int, target: BinaryIO) -> None:
-    """Copy ``size`` bytes of the file open as ``source`` (a descriptor) from ``offset``."""
-    while size > 0:
-        chunk = os.pread(source, min(size, 1 << 20), offset)
-        if not chunk:
-            raise OSError(f"the pack ends {size} bytes before the {offset + size} copied")
-        target.write(chunk)
-        offset, size = offset + len(chunk), size - len(chunk)
