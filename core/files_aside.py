@@ -1,8 +1,8 @@
 """Many small files written by a helper process while the build goes on.
 
 A recompile storm's tlparse files are thousands of small files, and creating a file costs the
-kernel more than tlsite spends on most of them (a fifth to a third of a storm's build
-process). :class:`FilesAside` hands each file to a helper process (:mod:`.worker`) that
+kernel more than tlsite spends on most of them, in series with the build's own work.
+:class:`FilesAside` hands each file to a helper process (:mod:`.worker`) that
 copies it out of the payload store's pack file, or writes its text, while the build process
 renders the pages; the files are the bytes the build process would have written.
 """
@@ -19,8 +19,8 @@ from .worker import WorkerProcess
 _SERVICE = "tlsite.core.files_aside:_write_files"
 
 
-#: Files handed to the helper in one message: a message apiece was 20,000 for a 2,500-id
-#: storm, each a wake-up of the thread that feeds the helper's pipe.
+#: Files handed to the helper in one message: a message apiece woke the thread that feeds
+#: the helper's pipe once per file.
 BATCH = 256
 
 

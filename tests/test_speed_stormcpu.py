@@ -1,11 +1,11 @@
 """A storm's tlparse files written by a helper process while the pages render (issue #19).
 
 A recompile storm's tlparse files are thousands of small files (eight or more per compile
-id), and creating them was a fifth to a third of the build process's time, before any page
-was rendered. From :data:`~tlsite.mkdocs_plugin.report.FILES_ASIDE_MIN` artifacts on, a
-helper process writes them from the payload store while the pages are rendered, and they are
-handed to the zip, in the same order, once all are on disk. What a user gets is the same:
-every file byte for byte, the zip's entries in the same order.
+id), and the kernel's work creating them came before any page was rendered. From
+:data:`~tlsite.mkdocs_plugin.report.FILES_ASIDE_MIN` artifacts on, a helper process writes
+them from the payload store while the pages are rendered, and they are handed to the zip, in
+the same order, once all are on disk. What a user gets is the same: every file byte for
+byte, the zip's entries in the same order.
 """
 
 from __future__ import annotations
