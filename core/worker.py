@@ -1,5 +1,5 @@
 """Helper processes: the one way tlsite runs work beside the build (highlighting, the zip
-bundle, the ranks of a job).
+bundle, a storm's tlparse files, the ranks of a job).
 
 A :class:`WorkerProcess` is a fresh interpreter (``python -c``) that runs one *service*, a
 function named ``"package.module:function"``, with two pipe ends wrapped as

@@ -30,6 +30,7 @@ from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import nest_paths
 
+from tlsite.core.files_aside import FilesAside
 from tlsite.core.model import Trace
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
@@ -53,6 +54,10 @@ from .site_config import (
 )
 from .stamp import Stamping
 
+#: From this many artifacts on, a report of its own has their tlparse files written by a
+#: helper process (:class:`FilesAside`) while its pages are rendered: below it, the process
+#: start costs more than creating the files takes.
+FILES_ASIDE_MIN = 1000
 #: Markdown extensions the report's pages use; added to an embedding site that lacks them.
 REQUIRED_EXTENSIONS = (
     "admonition",
@@ -110,6 +115,8 @@ class ReportPages:
         self._last_page: str | None = None
         #: the page last written and the code to put into it: (its path, [(token, key)])
         self._code_to_put: tuple[str, list[tuple[str, str]]] | None = None
+        #: the tlparse files' writer while a helper writes its files (see _write_compat)
+        self._compat: CompatWriter | None = None
 
     @property
     def trace(self) -> Trace:
@@ -298,8 +305,10 @@ class ReportPages:
             out.write(report.code_index.javascript())
         self._files_written(config.site_dir, [CODE_INDEX])
 
-    def _write_compat(self, config: MkDocsConfig) -> None:
-        """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...)."""
+    def _write_compat(self, config: MkDocsConfig, *, aside: bool = False) -> CompatWriter:
+        """Write the tlparse-compatible files (artifacts, payloads, raw.jsonl, raw.log...);
+        with ``aside``, a storm's many small ones in a helper process (see
+        :data:`FILES_ASIDE_MIN`): the writer's ``finish`` waits for them."""
         out = Path(config.site_dir) / self.prefix
         on_file, folder = self._on_file, str(out)
 
@@ -308,7 +317,17 @@ class ReportPages:
                 on_file(os.path.join(folder, path))
 
         trace = self.trace  # loads the raw log too
-        CompatWriter(trace, out, raw_log=self._raw_log, on_written=written).write_all()
+        helper = None
+        if aside and sum(len(u.artifacts) for u in trace.units.values()) >= FILES_ASIDE_MIN:
+            helper = FilesAside(trace.store.pack_file)
+        writer = CompatWriter(trace, out, raw_log=self._raw_log, on_written=written, aside=helper)
+        try:
+            writer.write_all()
+        except BaseException:
+            if helper is not None:
+                helper.stop()
+            raise
+        return writer
 
     def _files_written(self, out: str, written: list[str]) -> None:
         if self._on_file is not None:
@@ -328,6 +347,9 @@ class ReportPages:
 
     def release(self) -> None:
         """Stop the highlight workers (the build is over either way)."""
+        if self._compat is not None and self._compat.aside is not None:  # the build failed
+            self._compat.aside.stop()
+            self._compat = None
         if self._highlighter is not None:
             self._highlighter.close()
             self._highlighter = None
@@ -343,12 +365,16 @@ class OwnSite(ReportPages):
         self._stamping = Stamping()
 
     def _before_pages(self, files: Files, config: MkDocsConfig) -> None:
-        # first, so that a zip bundle written meanwhile has them to compress at once
-        self._write_compat(config)
+        # first, so that a zip bundle written meanwhile has them to compress at once; a
+        # storm's artifact files are written by a helper while the pages are rendered
+        self._compat = self._write_compat(config, aside=True)
         self._index_search(config)
         drop_unread_theme_files(files, config)
 
     def _after_pages(self, files: Files, config: MkDocsConfig) -> None:
+        if self._compat is not None:
+            compat, self._compat = self._compat, None
+            compat.finish()
         self._release_sources()
 
     def _release_sources(self) -> None:

@@ -19,9 +19,11 @@ from typing import Any
 
 from ..analysis.provenance import fx_cache_hit_key, parse_kernel_stack_traces, shared_provenance
 from ..analysis.views import guard_codes
+from ..files_aside import FilesAside
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
 from ..records import loads_bounded
 from ..source import LogSource
+from ..store import PayloadRef
 from .templating import render
 
 
@@ -117,14 +119,50 @@ class CompatWriter:
     #: ``written`` (a path per artifact: a compile may have hundreds of thousands)
     on_written: Callable[[str], None] | None = None
     written: list[str] = field(default_factory=list)
+    #: a helper process that writes the files of artifacts, loose payloads and provenance
+    #: notes (a storm's thousands of small files) while the build goes on: then the files
+    #: written are told to ``on_written`` by :meth:`finish`, once they are all on disk
+    aside: FilesAside | None = None
     #: folders made so far (a storm's compile folders take many files each)
     _folders: set[str] = field(default_factory=set, init=False, repr=False)
 
     def _wrote(self, path: str) -> None:
-        if self.on_written is None:
+        if self.on_written is None or self.aside is not None:
             self.written.append(path)
         else:
             self.on_written(path)
+
+    def finish(self) -> None:
+        """Wait for the files written aside, then tell ``on_written`` every file written."""
+        if self.aside is None:
+            return
+        aside, self.aside = self.aside, None
+        aside.finish()
+        if self.on_written is not None:
+            for path in self.written:
+                self.on_written(path)
+            self.written = []
+
+    def _folder(self, folder: str) -> None:
+        if folder not in self._folders:
+            if self.aside is None:
+                os.makedirs(folder, exist_ok=True)
+            else:
+                self.aside.folder(folder)
+            self._folders.add(folder)
+
+    def _copy(self, ref: PayloadRef, dest: str) -> None:
+        if self.aside is None:
+            self.trace.store.copy_to(ref, dest)
+        else:
+            self.trace.store.flush()  # the helper reads the pack file
+            self.aside.copy(dest, ref.offset, ref.size)
+
+    def _text(self, dest: str, text: str) -> None:
+        if self.aside is None:
+            _write_text(dest, text)
+        else:
+            self.aside.text(dest, text)
 
     def write_all(self) -> list[str]:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -132,9 +170,9 @@ class CompatWriter:
             for artifact in unit.artifacts:
                 self._write_artifact(unit, artifact)
         if self.trace.loose_payloads:
-            os.makedirs(os.path.join(self.out, "payloads"), exist_ok=True)
+            self._folder(os.path.join(self.out, "payloads"))
         for key, ref in self.trace.loose_payloads.items():
-            self.trace.store.copy_to(ref, os.path.join(self.out, "payloads", f"{key}.txt"))
+            self._copy(ref, os.path.join(self.out, "payloads", f"{key}.txt"))
             self._wrote(f"payloads/{key}.txt")
         self._write_provenance_aliases()
         self._write_raw_jsonl()
@@ -159,24 +197,21 @@ class CompatWriter:
             return
         # paths as text: a Path apiece interned the name of every one of thousands of files
         dest = os.path.join(self.out, artifact.path)
-        folder = os.path.dirname(dest)
-        if folder not in self._folders:
-            os.makedirs(folder, exist_ok=True)
-            self._folders.add(folder)
+        self._folder(os.path.dirname(dest))
         if artifact.body == BODY_PAYLOAD and artifact.payload is not None:
-            self.trace.store.copy_to(artifact.payload, dest)
+            self._copy(artifact.payload, dest)
         elif artifact.body == BODY_PAYLOAD:
-            _write_text(dest, "")
+            self._text(dest, "")
         elif artifact.body == BODY_JSON and artifact.payload is not None:
-            self.trace.store.copy_to(self.trace.store.derived(artifact.payload, pretty_json), dest)
+            self._copy(self.trace.store.derived(artifact.payload, pretty_json), dest)
         elif artifact.body == BODY_JSON:
-            _write_text(dest, pretty_json(""))
+            self._text(dest, pretty_json(""))
         elif artifact.body == BODY_PAGE:
-            _write_text(dest, self._page(unit, artifact))
+            self._text(dest, self._page(unit, artifact))
         self._wrote(artifact.path)
         if artifact.readable_path:
             readable = self._readable_page(unit, artifact)
-            _write_text(os.path.join(self.out, artifact.readable_path), readable)
+            self._text(os.path.join(self.out, artifact.readable_path), readable)
             self._wrote(artifact.readable_path)
 
     @staticmethod
@@ -262,7 +297,7 @@ class CompatWriter:
                     "note": note,
                 },
             )
-            _write_text(os.path.join(self.out, path), page)
+            self._text(os.path.join(self.out, path), page)
             self._wrote(path)
 
     # -- whole-trace files ------------------------------------------------------------------

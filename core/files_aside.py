@@ -1,0 +1,104 @@
+"""Many small files written by a helper process while the build goes on.
+
+A recompile storm's tlparse files are thousands of small files, and creating a file costs the
+kernel more than tlsite spends on most of them, in series with the build's own work.
+:class:`FilesAside` hands each file to a helper process (:mod:`.worker`) that
+copies it out of the payload store's pack file, or writes its text, while the build process
+renders the pages; the files are the bytes the build process would have written.
+"""
+
+from __future__ import annotations
+
+import os
+from multiprocessing.connection import Connection
+from typing import Any
+
+from .store import copy_range
+from .worker import WorkerProcess
+
+_SERVICE = "tlsite.core.files_aside:_write_files"
+
+
+#: Files handed to the helper in one message: a message apiece woke the thread that feeds
+#: the helper's pipe once per file.
+BATCH = 256
+
+
+class FilesAside:
+    """Files of a site written by a helper process, in the order they are handed over."""
+
+    def __init__(self, pack: str) -> None:
+        """``pack``: the payload store's pack file, which :meth:`copy` copies from (what it
+        holds must be flushed before it is named)."""
+        self._worker = WorkerProcess(_SERVICE, pack)
+        self._batch: list[tuple[str, str, object]] = []
+
+    def _hand(self, kind: str, path: str, what: object) -> None:
+        self._batch.append((kind, path, what))
+        if len(self._batch) >= BATCH:
+            self._worker.send(self._batch)
+            self._batch = []
+
+    def folder(self, path: str) -> None:
+        """Make the folder ``path`` (and its parents, if missing)."""
+        self._hand("folder", path, None)
+
+    def copy(self, dest: str, offset: int, size: int) -> None:
+        """Write ``size`` bytes of the pack from ``offset`` to ``dest``."""
+        self._hand("copy", dest, (offset, size))
+
+    def text(self, dest: str, text: str) -> None:
+        """Write ``text`` to ``dest`` (UTF-8)."""
+        self._hand("text", dest, text)
+
+    def finish(self) -> None:
+        """Wait until every file is written; ``OSError`` for the first that could not be."""
+        if self._batch:
+            self._worker.send(self._batch)
+            self._batch = []
+        self._worker.end_input()
+        try:
+            failure = self._worker.receive()
+        except (EOFError, OSError) as error:
+            failure = f"the helper process writing the files stopped ({error!r})"
+        finally:
+            self._worker.close()
+        if failure is not None:
+            raise OSError(failure)
+
+    def stop(self) -> None:
+        """Stop the helper now (the build failed)."""
+        self._worker.kill()
+
+
+def _write_files(inbox: Connection, outbox: Connection, pack: str) -> None:
+    """Helper side: write each file of each batch read from ``inbox``; answer None, or what
+    failed first (batches are read to the end: the build process never blocks on a full pipe)."""
+    failure = None
+    with open(pack, "rb") as source:
+        while True:
+            try:
+                batch = inbox.recv()
+            except EOFError:
+                break
+            if failure is None:
+                failure = _write_batch(batch, source.fileno())
+    outbox.send(failure)
+
+
+def _write_batch(batch: list[tuple[str, str, Any]], source: int) -> str | None:
+    """Write the files of ``batch``, up to the first that fails: then what failed."""
+    for kind, path, what in batch:
+        try:
+            if kind == "folder":
+                os.makedirs(path, exist_ok=True)
+            elif kind == "copy":
+                offset, size = what
+                with open(path, "wb") as target:
+                    copy_range(source, offset, size, target)
+            else:
+                with open(path, "w", encoding="utf-8") as target:
+                    target.write(what)
+        except OSError as error:
+            return f"{path}: {error}"
+    return None
