@@ -252,8 +252,9 @@ def _build_ranks(
     """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports.
 
     With ``zipper``, each rank's finished folder is compressed while the next ranks, the
-    landing page and the diffs are built. Folders are handed over in rank order, whichever
-    rank finishes first, so that the same job gives the same archive.
+    landing page and the diffs are built, and so are the job's files and comparison sites
+    while the rest is. Folders are handed over in rank order, whichever rank finishes first,
+    so that the same job gives the same archive.
     """
     # only a job needs them (and the diff and landing-page modules they import)
     from tlsite.core.multirank import job_ranks
@@ -274,8 +275,18 @@ def _build_ranks(
             for path in site_files(site / f"rank_{waiting.pop(0)}"):
                 zipper.add(path)
 
+    def on_final(path: Path) -> None:
+        for file in site_files(path) if path.is_dir() else [path]:
+            zipper.add(file)  # type: ignore[union-attr]
+
     outcome = build_multirank(
-        resolved, site, jobs=jobs, export_mode=export_mode, on_rank=on_rank, redactor=redactor
+        resolved,
+        site,
+        jobs=jobs,
+        export_mode=export_mode,
+        on_rank=on_rank,
+        redactor=redactor,
+        on_final=on_final if zipper is not None else None,
     )
     manifest: dict[str, Any] = {"ranks": sorted(outcome.summaries)}
     if redactor is not None:
