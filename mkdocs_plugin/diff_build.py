@@ -95,7 +95,7 @@ def build_diff_site(diff: TraceDiff, site_dir: Path, *, in_job: bool = False) ->
     """Write the diff site into ``site_dir`` (which must not exist yet); returns its pages.
     ``in_job``: the site is a folder of a job's site, whose root has the theme's files."""
     logging.getLogger("mkdocs").setLevel(logging.ERROR)
-    with scratch_folder("diff") as scratch:
+    with scratch_folder("diff", soon=True) as scratch:
         docs = Path(scratch) / "docs"
         docs.mkdir()
         pages = write_diff_tree(diff, docs)

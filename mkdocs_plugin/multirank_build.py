@@ -181,7 +181,7 @@ class _LandingPolicy(BasePlugin):
 def _build_landing(markdown: str, site_dir: Path, *, title: str) -> None:
     """Build the landing page as its own small site and move it into ``site_dir``'s root."""
     logging.getLogger("mkdocs").setLevel(logging.ERROR)
-    with scratch_folder("landing") as scratch:
+    with scratch_folder("landing", soon=True) as scratch:
         docs = Path(scratch) / "docs"
         docs.mkdir()
         (docs / "index.md").write_text(markdown, encoding="utf-8")

@@ -32,7 +32,7 @@ from tlsite.core import (
     select_log,
 )
 from tlsite.core.bundle import ZipWriter, site_files, write_bundle
-from tlsite.core.cleanup import make_scratch, remove_scratch
+from tlsite.core.cleanup import make_scratch, remove_scratch, wait_for_removals
 from tlsite.core.output import BuildOutcome, staging_for, swap_into_place
 from tlsite.core.redact import Redactor, redacted_source, redaction_note, redaction_summary
 from tlsite.core.render.highlight import Highlighter
@@ -116,6 +116,7 @@ def build(
             if zipper is not None:
                 zipper.abort()
         archive = swap_into_place(site, out, archive)
+    wait_for_removals()  # the scratch folders the build removed while it went on
     return BuildOutcome(
         site=out,
         bundle=archive,

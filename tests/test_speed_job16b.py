@@ -12,6 +12,8 @@ before the change, the slow test compares every file of the site and every zip e
 from __future__ import annotations
 
 import os
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -108,3 +110,28 @@ def test_the_jobs_files_and_comparisons_reach_the_zip_before_the_landing_page(
 @needs_base_rev
 def test_the_ddp16_job_is_built_as_by_the_base_revision(tmp_path: Path) -> None:
     assert_built_as_by_base(JOB, tmp_path)
+
+
+def test_a_builds_scratch_folders_are_removed_beside_it_and_gone_when_it_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Removing a folder blocks for milliseconds on a file system that discards freed blocks
+    as it goes (ext4's ``discard``); a job's build removes a hundred (each site's Markdown
+    tree, each model's payload store), which the build waited for."""
+    from tlsite.core import cleanup
+    from tlsite.mkdocs_plugin.pipeline import build
+
+    removed: list[tuple[str, str]] = []
+    remove = cleanup.remove_scratch
+
+    def recorded(path: str | os.PathLike[str]) -> None:
+        removed.append((Path(path).name, threading.current_thread().name))
+        remove(path)
+
+    monkeypatch.setattr(cleanup, "remove_scratch", recorded)
+    example = Path(__file__).resolve().parents[1] / "core" / "examples" / "example.log"
+    build(str(example), tmp_path / "site", make_zip=False)
+    kinds = {name.split("-")[1]: thread for name, thread in removed if name.startswith("tlsite-")}
+    assert {"docs", "store"} <= kinds.keys()
+    assert kinds["docs"] == kinds["store"] == "tlsite-remove"
+    assert not [name for name, _ in removed if Path(tempfile.gettempdir(), name).exists()]
