@@ -148,6 +148,7 @@ def run_diff(
     """Read both sides, compare them and write the site (and bundle) at ``out``."""
     from tlsite.core.analysis.diff import diff_traces
     from tlsite.core.bundle import write_bundle
+    from tlsite.core.cleanup import wait_for_removals
     from tlsite.core.output import staging_for, swap_into_place
     from tlsite.core.redact import redaction_summary
     from tlsite.mkdocs_plugin.diff_build import build_diff_site
@@ -185,6 +186,7 @@ def run_diff(
     finally:
         for trace in traces:
             trace.close()
+    wait_for_removals()  # the scratch folders removed while it went on
     return DiffOutcome(out, archive, size, diff, time.perf_counter() - started)
 
 

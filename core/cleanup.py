@@ -10,13 +10,16 @@ owner is gone. A folder without the marker, or whose owner still runs, is never 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import queue
 import re
 import shutil
 import signal
 import socket
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -37,13 +40,52 @@ def make_scratch(kind: str, parent: str | os.PathLike[str] | None = None, prefix
 
 
 @contextlib.contextmanager
-def scratch_folder(kind: str) -> Iterator[str]:
-    """:func:`make_scratch` as a ``with`` block (what ``tempfile.TemporaryDirectory`` is)."""
+def scratch_folder(kind: str, *, soon: bool = False) -> Iterator[str]:
+    """:func:`make_scratch` as a ``with`` block (what ``tempfile.TemporaryDirectory`` is);
+    ``soon``: removed by :func:`remove_scratch_soon`."""
     path = make_scratch(kind)
     try:
         yield str(path)
     finally:
-        remove_scratch(path)
+        (remove_scratch_soon if soon else remove_scratch)(path)
+
+
+_removals: queue.Queue[str] = queue.Queue()
+_remover: threading.Thread | None = None
+_remover_lock = threading.Lock()
+
+
+def remove_scratch_soon(path: str | os.PathLike[str]) -> None:
+    """:func:`remove_scratch` in a thread of this process while the build goes on: on a file
+    system that discards freed blocks as it frees them (ext4 mounted with ``discard``),
+    removing a folder blocks for milliseconds, and a job's build removes a hundred. What is
+    queued is removed before the process ends, or before :func:`wait_for_removals` returns."""
+    global _remover
+    with _remover_lock:
+        if _remover is None:
+            remover = threading.Thread(target=_remove_queued, name="tlsite-remove", daemon=True)
+            try:
+                remover.start()
+            except RuntimeError:  # no new thread (the interpreter is ending): remove it now
+                remove_scratch(path)
+                return
+            _remover = remover
+            atexit.register(wait_for_removals)
+        _removals.put(os.fspath(path))
+
+
+def wait_for_removals() -> None:
+    """Return once every folder given to :func:`remove_scratch_soon` is removed."""
+    _removals.join()
+
+
+def _remove_queued() -> None:
+    while True:
+        path = _removals.get()
+        try:
+            remove_scratch(path)
+        finally:
+            _removals.task_done()
 
 
 def mark(path: Path) -> None:

@@ -36,7 +36,7 @@ from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
 from .records import is_finite_number, loads_bounded
 from .source import LogSource, ResolvedInput, _rank_of
-from .worker import run_tasks
+from .worker import TaskPool
 
 #: Cache statuses from strongest to weakest (a compile id's status is its strongest lookup).
 CACHE_STRENGTH = ("miss", "hit", "bypass")
@@ -525,6 +525,7 @@ def load_ranks(
     export_mode: bool | None = None,
     per_rank: RankHook | None = None,
     on_rank: Callable[[RankSummary], None] | None = None,
+    pool: TaskPool | None = None,
 ) -> RankSet:
     """Summarise every log of ``resolved`` (all ranks of a job), ``jobs`` at a time.
 
@@ -534,6 +535,8 @@ def load_ranks(
     kept in ``summary.extra``; it must be a module-level function (or a partial of one).
     ``on_rank(summary)`` is called in this process as each rank finishes (for progress).
     Empty rank logs, which the resolver skips, are included as ranks with ``empty=True``.
+    ``pool`` runs the ranks (the caller's, to run more work in its helpers afterwards); by
+    default one of ``jobs`` processes, this one among them.
     """
     owned = workdir is None
     work = make_scratch("ranks") if owned else Path(workdir)  # type: ignore[arg-type]
@@ -549,23 +552,21 @@ def load_ranks(
         summaries.append(RankSummary(rank=rank, source=name, empty=True))
         if on_rank is not None:
             on_rank(summaries[-1])
-    workers = max(1, min(jobs or default_jobs(), len(tasks)))
+    own_pool = pool is None
+    if pool is None:  # this process reads and builds ranks too: one helper fewer to start
+        pool = TaskPool(jobs or default_jobs(), here=True)
     try:
-        if workers == 1:
-            for task in tasks:
-                summaries.append(_run_task(task))
-                if on_rank is not None:
-                    on_rank(summaries[-1])
-        else:
-            # this process reads and builds ranks too: one helper fewer to start
-            for summary in run_tasks(_RUN_TASK, tasks, workers, here=True):
-                summaries.append(summary)
-                if on_rank is not None:
-                    on_rank(summary)
+        for summary in pool.run(_RUN_TASK, tasks):
+            summaries.append(summary)
+            if on_rank is not None:
+                on_rank(summary)
     except BaseException:
         if owned:
             remove_scratch(work)
         raise
+    finally:
+        if own_pool:
+            pool.close()
     summaries.sort(key=lambda s: s.rank)
     taken = {f"{name}: empty" for name in empties.values()}
     ignored = [entry for entry in resolved.ignored if entry not in taken]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from .cleanup import make_scratch, remove_scratch
+from .cleanup import make_scratch, remove_scratch_soon
 from .records import loads_bounded
 
 #: How many decoded JSON payloads :meth:`PayloadStore.read_json` keeps.
@@ -144,7 +144,7 @@ class PayloadStore:
                 handle.close()
         self._writer = self._reader = None
         if self._owned:
-            remove_scratch(self.root)
+            remove_scratch_soon(self.root)
 
     def __del__(self) -> None:  # best effort: temporary stores do not outlive the model
         with contextlib.suppress(Exception):

@@ -3,7 +3,7 @@ bundle, a storm's tlparse files, the ranks of a job).
 
 A :class:`WorkerProcess` is a fresh interpreter (``python -c``) that runs one *service*, a
 function named ``"package.module:function"``, with two pipe ends wrapped as
-:class:`multiprocessing.connection.Connection` objects; :func:`run_tasks` runs a function
+:class:`multiprocessing.connection.Connection` objects; :class:`TaskPool` runs functions
 over picklable tasks in a few of them. It is deliberately not :mod:`multiprocessing`'s
 process machinery: ``fork`` (its default on Linux before Python 3.14) copies a process whose
 other threads (the progress bar, a worker's feeder) may hold locks, and ``forkserver`` (the
@@ -134,59 +134,91 @@ def _serve(argv: list[str]) -> None:
         inbox.close()
 
 
-def run_tasks(
-    function: str, tasks: Sequence[Any], workers: int, *, here: bool = False
-) -> Iterator[Any]:
-    """``function(task)`` for each task, in up to ``workers`` helper processes; the results
-    in the order they come.
+class TaskPool:
+    """Up to ``workers`` processes running named functions over picklable tasks: helper
+    processes, and with ``here`` this process too (one helper fewer to start: an interpreter
+    and its imports). The helpers are kept from one :meth:`run` to the next, so that a later
+    run (a job's comparisons after its ranks) starts no process and finds what the helpers
+    set up once per process (imports, the theme's compiled templates) already done."""
 
-    ``function`` is named ``"package.module:function"``; tasks and results are pickled. A
-    task that raises ends the run with its error (as it was, or as a :class:`RuntimeError`
-    carrying the helper's traceback when it cannot be pickled); so does a helper that dies.
-    With ``here``, this process is one of the ``workers``: it runs tasks too between the
-    helpers' answers, and one helper fewer is started (an interpreter and its imports); while
-    it runs one, each helper holds a second, so that it works on meanwhile.
-    """
-    todo = collections.deque(tasks)
-    helpers = min(workers - 1 if here else workers, len(todo))
-    pool = [WorkerProcess(_TASK_SERVICE, function) for _ in range(max(helpers, 0))]
-    held: dict[Connection, int] = {}  # a helper's answers -> tasks it holds
-    by_answers = {worker.answers: worker for worker in pool}
-    run = _function(function) if here else None
-    try:
-        for worker in pool:
-            _hand_out(worker, todo, held, 1)
-        while held or todo:
-            if run is not None and todo:
-                ready = wait(list(held), timeout=0)
-                if not ready:
-                    task = todo.popleft()
-                    for worker in pool:  # a second task each, to work on meanwhile
-                        _hand_out(worker, todo, held, 2)
-                    yield run(task)
-                    continue
-            else:
-                ready = wait(list(held))
-            for answers in ready:
-                worker = by_answers[answers]  # type: ignore[index]
-                try:
-                    failed, value = worker.receive()
-                except (EOFError, OSError) as error:
-                    raise RuntimeError(f"a helper process stopped: {error!r}") from error
-                if failed:
-                    raise value
-                held[worker.answers] -= 1
-                if not held[worker.answers]:
-                    del held[worker.answers]
+    def __init__(self, workers: int, *, here: bool = False) -> None:
+        self.workers = max(1, workers)
+        self.here = here
+        self._helpers: list[WorkerProcess] | None = None  # started by the first run
+        self._broken = False
+
+    @property
+    def processes(self) -> int:
+        """How many processes run tasks (before the first run: at most this many)."""
+        helpers = self.workers - 1 if self.here else self.workers
+        if self._helpers is not None:
+            helpers = len(self._helpers)
+        return helpers + (1 if self.here else 0)
+
+    def run(self, function: str, tasks: Sequence[Any]) -> Iterator[Any]:
+        """``function(task)`` for each task; the results in the order they come.
+
+        ``function`` is named ``"package.module:function"``; tasks and results are pickled
+        (a task run in this process is not). A task that raises ends the run with its error
+        (as it was, or as a :class:`RuntimeError` carrying the helper's traceback when it
+        cannot be pickled); so does a helper that dies; the pool cannot run more after
+        either. While this process runs a task, each helper holds a second, so that it
+        works on meanwhile.
+        """
+        if self._broken:
+            raise RuntimeError("a task of this pool failed before")
+        todo = collections.deque((function, task) for task in tasks)
+        if self._helpers is None:
+            wanted = min(self.workers - 1 if self.here else self.workers, len(todo))
+            self._helpers = [WorkerProcess(_TASK_SERVICE) for _ in range(max(wanted, 0))]
+        pool = self._helpers
+        held: dict[Connection, int] = {}  # a helper's answers -> tasks it holds
+        by_answers = {worker.answers: worker for worker in pool}
+        run = _function(function) if self.here or not pool else None
+        try:
+            for worker in pool:
                 _hand_out(worker, todo, held, 1)
-                yield value
-    except BaseException:
-        for worker in pool:
-            worker.stop()
-        raise
-    finally:
-        for worker in pool:
+            while held or todo:
+                if run is not None and todo:
+                    ready = wait(list(held), timeout=0)
+                    if not ready:
+                        _, task = todo.popleft()
+                        for worker in pool:  # a second task each, to work on meanwhile
+                            _hand_out(worker, todo, held, 2)
+                        yield run(task)
+                        continue
+                else:
+                    ready = wait(list(held))
+                for answers in ready:
+                    worker = by_answers[answers]  # type: ignore[index]
+                    try:
+                        failed, value = worker.receive()
+                    except (EOFError, OSError) as error:
+                        raise RuntimeError(f"a helper process stopped: {error!r}") from error
+                    if failed:
+                        raise value
+                    held[worker.answers] -= 1
+                    if not held[worker.answers]:
+                        del held[worker.answers]
+                    _hand_out(worker, todo, held, 1)
+                    yield value
+        except BaseException:  # a task failed, or the caller stopped reading the results
+            self._broken = True
+            for worker in pool:
+                worker.stop()
+            raise
+
+    def close(self) -> None:
+        """End the helpers (they finish what they hold) and wait for them."""
+        for worker in self._helpers or []:
             worker.close()
+        self._helpers = []
+
+    def __enter__(self) -> TaskPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 _TASK_SERVICE = "tlsite.core.worker:_task_service"
@@ -195,12 +227,10 @@ _TASK_SERVICE = "tlsite.core.worker:_task_service"
 def _hand_out(
     worker: WorkerProcess, todo: collections.deque[Any], held: dict[Connection, int], ahead: int
 ) -> None:
-    """Give ``worker`` tasks until it holds ``ahead``; none left: it is told to finish."""
+    """Give ``worker`` tasks until it holds ``ahead``."""
     while held.get(worker.answers, 0) < ahead and todo:
         worker.send(todo.popleft())
         held[worker.answers] = held.get(worker.answers, 0) + 1
-    if not todo:
-        worker.end_input()
 
 
 def _function(name: str) -> Any:
@@ -209,13 +239,16 @@ def _function(name: str) -> Any:
     return getattr(importlib.import_module(module_name), function_name)
 
 
-def _task_service(inbox: Connection, outbox: Connection, function: str) -> None:
-    """Helper side of :func:`run_tasks`: answer ``(failed, result or error)`` per task."""
-    run = _function(function)
+def _task_service(inbox: Connection, outbox: Connection) -> None:
+    """Helper side of :class:`TaskPool`: answer ``(failed, result or error)`` per
+    ``(function, task)``."""
+    functions: dict[str, Any] = {}
     while True:
-        task = inbox.recv()  # EOFError once the input ends: _serve returns
+        name, task = inbox.recv()  # EOFError once the input ends: _serve returns
         try:
-            outbox.send((False, run(task)))
+            if name not in functions:
+                functions[name] = _function(name)
+            outbox.send((False, functions[name](task)))
         except Exception as error:
             outbox.send((True, _portable(error)))
 

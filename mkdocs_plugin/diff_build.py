@@ -7,16 +7,18 @@ same with ``mkdocs build``; only the policy is added by the small plugin here.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import Files, InclusionLevel
 
-from tlsite.core import ResolvedInput, load_source
+from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.diff import TraceDiff, diff_traces
 from tlsite.core.analysis.divergence import MultiRankReport
 from tlsite.core.cleanup import scratch_folder
@@ -24,6 +26,7 @@ from tlsite.core.model import Trace
 from tlsite.core.redact import Redactor
 from tlsite.core.render.diff_pages import render_pages
 from tlsite.core.render.templating import render_markdown
+from tlsite.core.worker import TaskPool
 
 from .csp import add_csp, add_csp_to_template
 from .job_theme import InJob
@@ -92,7 +95,7 @@ def build_diff_site(diff: TraceDiff, site_dir: Path, *, in_job: bool = False) ->
     """Write the diff site into ``site_dir`` (which must not exist yet); returns its pages.
     ``in_job``: the site is a folder of a job's site, whose root has the theme's files."""
     logging.getLogger("mkdocs").setLevel(logging.ERROR)
-    with scratch_folder("diff") as scratch:
+    with scratch_folder("diff", soon=True) as scratch:
         docs = Path(scratch) / "docs"
         docs.mkdir()
         pages = write_diff_tree(diff, docs)
@@ -142,6 +145,7 @@ def build_rank_diffs(
     *,
     export_mode: bool | None = None,
     redactor: Redactor | None = None,
+    pool: TaskPool | None = None,
 ) -> str:
     """Write ``diff_<a>_<b>/`` for each diverging pair of ranks (their logs read again, up to
     :data:`MAX_RANK_DIFFS` pairs and :data:`MAX_RANK_DIFF_BYTES`); returns the landing page's
@@ -150,7 +154,9 @@ def build_rank_diffs(
     own pass.
 
     The pairs share ranks (the largest group's first rank is in each pair with another
-    group): a rank's log is read once, and its model kept only while a later pair needs it.
+    group): a rank's log is read once per process that builds pairs, and its model kept only
+    while a later pair needs it. ``pool``: the processes that built the ranks, which build
+    the pairs too.
     """
     logs = {log.rank: log for log in resolved.logs}
     pairs: list[tuple[int, int]] = []
@@ -169,26 +175,31 @@ def build_rank_diffs(
             continue
         budget -= size
         pairs.append((a, b))
-    made = []
     kept = redactor.stats if redactor is not None else None
-    traces: dict[int, Trace] = {}
-    try:
-        for index, (a, b) in enumerate(pairs):
-            for rank in (a, b):
-                if rank not in traces:
-                    traces[rank] = load_source(logs[rank], export_mode=export_mode)
-            if traces[a].stats.not_a_trace() or traces[b].stats.not_a_trace():
-                left_out.append((a, b, "a log is not a trace"))
-            else:
-                diff = diff_traces(traces[a], traces[b])
-                build_diff_site(diff, site_dir / f"diff_{a}_{b}", in_job=True)
-                made.append((a, b, diff))
-            later = {rank for pair in pairs[index + 1 :] for rank in pair}
-            for rank in [r for r in traces if r not in later]:
-                traces.pop(rank).close()
-    finally:
-        for trace in traces.values():
-            trace.close()
+    # the pairs shared out among the pool's processes (interleaved: their costs are alike),
+    # each reading a rank once for all its pairs; in this process alone when there is no
+    # pool or the logs are read through the redactor (its stats count this process's reads)
+    shares = 1 if pool is None or redactor is not None else min(pool.processes, len(pairs))
+    tasks = [
+        _PairsTask(share, {r: logs[r] for pair in share for r in pair}, str(site_dir), export_mode)
+        for share in (pairs[k :: max(shares, 1)] for k in range(max(shares, 1)))
+        if share
+    ]
+    if pool is None or shares == 1:
+        results = [_build_pairs(task) for task in tasks]
+    else:
+        tasks = [
+            dataclasses.replace(task, logs={r: log.portable() for r, log in task.logs.items()})
+            for task in tasks
+        ]
+        results = list(pool.run(_BUILD_PAIRS, tasks))
+    compared = {pair: diff for result in results for pair, diff in result}
+    made = []
+    for a, b in pairs:
+        if compared[a, b] is None:
+            left_out.append((a, b, "a log is not a trace"))
+        else:
+            made.append((a, b, compared[a, b]))
     if redactor is not None and kept is not None:
         redactor.stats = kept
     if not made and not left_out:
@@ -196,3 +207,42 @@ def build_rank_diffs(
     return render_markdown(
         "diff_rank_links.md", pairs=made, left_out=left_out, max_findings=MAX_VERDICT_FINDINGS
     )
+
+
+@dataclass(frozen=True)
+class _PairsTask:
+    """Comparison sites to build in one process: ``site/diff_<a>_<b>/`` for each pair."""
+
+    pairs: list[tuple[int, int]]
+    logs: dict[int, LogSource]
+    site: str
+    export_mode: bool | None
+
+
+_BUILD_PAIRS = "tlsite.mkdocs_plugin.diff_build:_build_pairs"
+
+
+def _build_pairs(task: _PairsTask) -> list[tuple[tuple[int, int], TraceDiff | None]]:
+    """Build each pair's site; per pair, the diff the landing page's verdict row shows
+    (without its compiles, which refer to the models closed here), or None when a log is not
+    a trace. A rank in several pairs is read once, and kept only while a later pair needs it."""
+    found: list[tuple[tuple[int, int], TraceDiff | None]] = []
+    traces: dict[int, Trace] = {}
+    try:
+        for index, (a, b) in enumerate(task.pairs):
+            for rank in (a, b):
+                if rank not in traces:
+                    traces[rank] = load_source(task.logs[rank], export_mode=task.export_mode)
+            if traces[a].stats.not_a_trace() or traces[b].stats.not_a_trace():
+                found.append(((a, b), None))
+            else:
+                diff = diff_traces(traces[a], traces[b])
+                build_diff_site(diff, Path(task.site) / f"diff_{a}_{b}", in_job=True)
+                found.append(((a, b), dataclasses.replace(diff, frames=[])))
+            later = {rank for pair in task.pairs[index + 1 :] for rank in pair}
+            for rank in [r for r in traces if r not in later]:
+                traces.pop(rank).close()
+    finally:
+        for trace in traces.values():
+            trace.close()
+    return found

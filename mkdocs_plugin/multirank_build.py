@@ -14,6 +14,7 @@ import io
 import logging
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,11 @@ from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.divergence import analyse
 from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
-from tlsite.core.multirank import RankSummary, job_ranks, load_ranks
+from tlsite.core.multirank import RankSummary, default_jobs, job_ranks, load_ranks
 from tlsite.core.redact import Redactor, redaction_note
 from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
+from tlsite.core.worker import TaskPool
 
 from .alike_pages import alike_pages_shared, forget_alike_pages
 from .build import build_report
@@ -89,20 +91,32 @@ def build_multirank(
     export_mode: bool | None = None,
     on_rank: Any = None,
     redactor: Redactor | None = None,
+    on_final: Callable[[Path], None] | None = None,
 ) -> MultiRankOutcome:
     """Write the whole multi-rank site into ``site_dir`` (which must not exist yet).
 
     With ``redactor`` (whose logs are already redacted as they are read), the ranks are read
-    in this process so that it counts every replacement.
+    in this process so that it counts every replacement. ``on_final`` is given each file or
+    folder besides the ranks' (whose end ``on_rank`` tells) that will not change again, in an
+    order that does not depend on timing, before the site is complete (for its zip to
+    compress them meanwhile).
     """
     site_dir.mkdir(parents=True)
     if redactor is not None:
         jobs = 1
     n_ranks = len(job_ranks(resolved))
     hook = functools.partial(build_rank_report, str(site_dir), redactor, n_ranks)
-    with load_ranks(
-        resolved, jobs=jobs, export_mode=export_mode, per_rank=hook, on_rank=on_rank
-    ) as ranks:
+    # the processes that build the ranks build the comparisons too (this one among them)
+    with (
+        TaskPool(jobs or default_jobs(), here=True) as pool,
+        load_ranks(
+            resolved,
+            export_mode=export_mode,
+            per_rank=hook,
+            on_rank=on_rank,
+            pool=pool,
+        ) as ranks,
+    ):
         forget_alike_pages()  # what the ranks built in this process kept (jobs=1)
         summaries = list(ranks.ranks)
         for summary in summaries:
@@ -110,11 +124,19 @@ def build_multirank(
                 _build_empty_rank(site_dir, summary, n_ranks)
         report = analyse(summaries)
         landing = render_landing(report)
+        written = write_multirank_files(summaries, site_dir)
+        if on_final is not None:
+            for path in sorted(p for p in site_dir.iterdir() if p.is_file()):
+                on_final(path)
+            for rank in sorted(written.parity):
+                on_final(written.parity[rank])
         landing += build_rank_diffs(
-            resolved, report, site_dir, export_mode=export_mode, redactor=redactor
+            resolved, report, site_dir, export_mode=export_mode, redactor=redactor, pool=pool
         )
+        if on_final is not None:
+            for folder in sorted(site_dir.glob("diff_*_*")):
+                on_final(folder)
         _build_landing(landing, site_dir, title=f"tlsite: {len(summaries)} ranks")
-        write_multirank_files(summaries, site_dir)
     lines = {}
     clean = True
     copies: list[str] = []
@@ -159,7 +181,7 @@ class _LandingPolicy(BasePlugin):
 def _build_landing(markdown: str, site_dir: Path, *, title: str) -> None:
     """Build the landing page as its own small site and move it into ``site_dir``'s root."""
     logging.getLogger("mkdocs").setLevel(logging.ERROR)
-    with scratch_folder("landing") as scratch:
+    with scratch_folder("landing", soon=True) as scratch:
         docs = Path(scratch) / "docs"
         docs.mkdir()
         (docs / "index.md").write_text(markdown, encoding="utf-8")

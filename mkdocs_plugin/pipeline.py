@@ -32,7 +32,7 @@ from tlsite.core import (
     select_log,
 )
 from tlsite.core.bundle import ZipWriter, site_files, write_bundle
-from tlsite.core.cleanup import make_scratch, remove_scratch
+from tlsite.core.cleanup import make_scratch, remove_scratch, wait_for_removals
 from tlsite.core.output import BuildOutcome, staging_for, swap_into_place
 from tlsite.core.redact import Redactor, redacted_source, redaction_note, redaction_summary
 from tlsite.core.render.highlight import Highlighter
@@ -116,6 +116,7 @@ def build(
             if zipper is not None:
                 zipper.abort()
         archive = swap_into_place(site, out, archive)
+    wait_for_removals()  # the scratch folders the build removed while it went on
     return BuildOutcome(
         site=out,
         bundle=archive,
@@ -252,8 +253,9 @@ def _build_ranks(
     """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports.
 
     With ``zipper``, each rank's finished folder is compressed while the next ranks, the
-    landing page and the diffs are built. Folders are handed over in rank order, whichever
-    rank finishes first, so that the same job gives the same archive.
+    landing page and the diffs are built, and so are the job's files and comparison sites
+    while the rest is. Folders are handed over in rank order, whichever rank finishes first,
+    so that the same job gives the same archive.
     """
     # only a job needs them (and the diff and landing-page modules they import)
     from tlsite.core.multirank import job_ranks
@@ -274,8 +276,18 @@ def _build_ranks(
             for path in site_files(site / f"rank_{waiting.pop(0)}"):
                 zipper.add(path)
 
+    def on_final(path: Path) -> None:
+        for file in site_files(path) if path.is_dir() else [path]:
+            zipper.add(file)  # type: ignore[union-attr]
+
     outcome = build_multirank(
-        resolved, site, jobs=jobs, export_mode=export_mode, on_rank=on_rank, redactor=redactor
+        resolved,
+        site,
+        jobs=jobs,
+        export_mode=export_mode,
+        on_rank=on_rank,
+        redactor=redactor,
+        on_final=on_final if zipper is not None else None,
     )
     manifest: dict[str, Any] = {"ranks": sorted(outcome.summaries)}
     if redactor is not None:
