@@ -58,7 +58,7 @@ _remover_lock = threading.Lock()
 def remove_scratch_soon(path: str | os.PathLike[str]) -> None:
     """:func:`remove_scratch` in a thread of this process while the build goes on: on a file
     system that discards freed blocks as it frees them (ext4 mounted with ``discard``),
-    removing a folder blocks for milliseconds, and a job's build removes a hundred. What is
+    removing a folder blocks, and a job's build removes many. What is
     queued is removed before the process ends, or before :func:`wait_for_removals` returns."""
     global _remover
     with _remover_lock:

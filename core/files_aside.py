@@ -9,6 +9,7 @@ renders the pages; the files are the bytes the build process would have written.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from multiprocessing.connection import Connection
 from typing import Any
@@ -27,10 +28,11 @@ BATCH = 256
 class FilesAside:
     """Files of a site written by a helper process, in the order they are handed over."""
 
-    def __init__(self, pack: str) -> None:
+    def __init__(self, pack: str, root: str) -> None:
         """``pack``: the payload store's pack file, which :meth:`copy` copies from (what it
-        holds must be flushed before it is named)."""
-        self._worker = WorkerProcess(_SERVICE, pack)
+        holds must be flushed before it is named); ``root``: the folder every file goes
+        below, which must exist (the helper never makes it again once it is gone)."""
+        self._worker = WorkerProcess(_SERVICE, pack, root)
         self._batch: list[tuple[str, str, object]] = []
 
     def _hand(self, kind: str, path: str, what: object) -> None:
@@ -40,7 +42,7 @@ class FilesAside:
             self._batch = []
 
     def folder(self, path: str) -> None:
-        """Make the folder ``path`` (and its parents, if missing)."""
+        """Make the folder ``path`` (and its parents below the root, if missing)."""
         self._hand("folder", path, None)
 
     def copy(self, dest: str, offset: int, size: int) -> None:
@@ -71,7 +73,7 @@ class FilesAside:
         self._worker.kill()
 
 
-def _write_files(inbox: Connection, outbox: Connection, pack: str) -> None:
+def _write_files(inbox: Connection, outbox: Connection, pack: str, root: str) -> None:
     """Helper side: write each file of each batch read from ``inbox``; answer None, or what
     failed first (batches are read to the end: the build process never blocks on a full pipe)."""
     failure = None
@@ -82,16 +84,16 @@ def _write_files(inbox: Connection, outbox: Connection, pack: str) -> None:
             except EOFError:
                 break
             if failure is None:
-                failure = _write_batch(batch, source.fileno())
+                failure = _write_batch(batch, source.fileno(), root)
     outbox.send(failure)
 
 
-def _write_batch(batch: list[tuple[str, str, Any]], source: int) -> str | None:
+def _write_batch(batch: list[tuple[str, str, Any]], source: int, root: str) -> str | None:
     """Write the files of ``batch``, up to the first that fails: then what failed."""
     for kind, path, what in batch:
         try:
             if kind == "folder":
-                os.makedirs(path, exist_ok=True)
+                _make_below(root, path)
             elif kind == "copy":
                 offset, size = what
                 with open(path, "wb") as target:
@@ -102,3 +104,15 @@ def _write_batch(batch: list[tuple[str, str, Any]], source: int) -> str | None:
         except OSError as error:
             return f"{path}: {error}"
     return None
+
+
+def _make_below(root: str, path: str) -> None:
+    """Make the folder ``path`` and its missing parents up to ``root``, but never ``root``:
+    a build stopped meanwhile removes its staging folder, which must stay removed."""
+    folder = root
+    for part in os.path.relpath(path, root).split(os.sep):
+        if part in ("", os.curdir, os.pardir):
+            raise OSError(f"not a folder below {root}")
+        folder = os.path.join(folder, part)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from .cleanup import make_scratch, remove_scratch_soon
+from .cleanup import make_scratch, remove_scratch, remove_scratch_soon
 from .records import loads_bounded
 
 #: How many decoded JSON payloads :meth:`PayloadStore.read_json` keeps.
@@ -139,16 +139,22 @@ class PayloadStore:
         return self.root / name
 
     def close(self) -> None:
+        self._close(remove_scratch_soon)
+
+    def __del__(self) -> None:  # best effort: temporary stores do not outlive the model
+        # removed here and now: the removal thread's queue and lock are not safe to use
+        # from a finalizer, which may run while this thread holds them
+        with contextlib.suppress(Exception):
+            self._close(remove_scratch)
+
+    def _close(self, remove: Callable[[Path], None]) -> None:
         for handle in (self._writer, self._reader):
             if handle is not None:
                 handle.close()
         self._writer = self._reader = None
         if self._owned:
-            remove_scratch_soon(self.root)
-
-    def __del__(self) -> None:  # best effort: temporary stores do not outlive the model
-        with contextlib.suppress(Exception):
-            self.close()
+            self._owned = False
+            remove(self.root)
 
 
 def copy_range(source: int, offset: int, size: int, target: BinaryIO) -> None:

@@ -127,8 +127,8 @@ def _serve(argv: list[str]) -> None:
     outbox = Connection(int(write_fd), readable=False)
     try:
         function(inbox, outbox, *args)
-    except (EOFError, BrokenPipeError):
-        pass  # the build process went away: nothing left to do
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass  # the build process went away or was interrupted (it says so): nothing left to do
     finally:
         outbox.close()
         inbox.close()

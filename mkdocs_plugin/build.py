@@ -66,5 +66,9 @@ def build_report(
             site_name=html.escape(site_name or f"tlsite: {trace.source}"),
         )
         plugins = {"tlsite": plugin, **(extra_plugins or {})}
-        build_site(config, config_dir=scratch, extra_plugins=plugins)
+        try:
+            build_site(config, config_dir=scratch, extra_plugins=plugins)
+        except BaseException:  # MkDocs tells plugins of an Exception, not of Ctrl-C or SIGTERM
+            plugin.release()
+            raise
     return plugin

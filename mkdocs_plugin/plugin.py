@@ -183,13 +183,13 @@ class TlsitePlugin(BasePlugin[TlsiteConfig]):
     @event_priority(-50)
     def on_post_build(self, *, config: MkDocsConfig) -> None:
         self.report.on_post_build(config)
-        self._release()
+        self.release()
 
     def on_build_error(self, *, error: Exception) -> None:
-        self._release()
+        self.release()
 
-    def _release(self) -> None:
-        """Stop the highlight workers and close the input (the build is over either way)."""
+    def release(self) -> None:
+        """Stop the helper processes and close the input (the build is over either way)."""
         if self._report is not None:
             self._report.release()
         if self._resolved is not None:

@@ -319,7 +319,7 @@ class ReportPages:
         trace = self.trace  # loads the raw log too
         helper = None
         if aside and sum(len(u.artifacts) for u in trace.units.values()) >= FILES_ASIDE_MIN:
-            helper = FilesAside(trace.store.pack_file)
+            helper = FilesAside(trace.store.pack_file, folder)
         writer = CompatWriter(trace, out, raw_log=self._raw_log, on_written=written, aside=helper)
         try:
             writer.write_all()

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import jinja2
 
@@ -84,6 +85,11 @@ def _tlsite_icon(icon: str) -> str:
     return f"tlsite/{icon.rsplit('/', 1)[1]}"
 
 
+#: What an icon's SVG keeps unencoded in its data URL (the rest is percent-encoded).
+_URL_SAFE = ' "<>=/:;,.-'
+
+
+@functools.cache  # the same for every site a process builds (a job's ranks)
 def icon_stylesheet() -> str:
     """The CSS that paints tlsite's chrome icons: each is Material's SVG file as a mask."""
     from mkdocs.utils import get_theme_dir
@@ -96,9 +102,8 @@ def icon_stylesheet() -> str:
     ]
     for icon in (*CHROME_ICONS.values(), *TOGGLE_ICONS):
         svg = " ".join((icons / f"{icon}.svg").read_text(encoding="utf-8").split())
-        if any(c in svg for c in "'\\#%"):  # would end or change the CSS string or data URL
-            raise ValueError(f"mkdocs-material's icon {icon} cannot be written as a data URL")
-        url = f"url('data:image/svg+xml;charset=utf-8,{svg}')"
+        # a quote, backslash, '#' or '%' would end or change the CSS string or the data URL
+        url = f"url('data:image/svg+xml;charset=utf-8,{quote(svg, safe=_URL_SAFE)}')"
         name = _tlsite_icon(icon).rsplit("/", 1)[1]
         rules.append(f".tlsite-icon--{name}{{-webkit-mask-image:{url};mask-image:{url}}}")
     return "\n".join(rules) + "\n"
@@ -121,11 +126,11 @@ FEATURES = [
 ]
 
 # The icons of Material's page chrome (header, search, back-to-top) by theme setting. Material
-# writes an icon's SVG path into every page where it shows it: ten of them, about a tenth of a
-# compile page once deflated, the same in all of them. A page shows instead tlsite's empty
-# <svg> of the same name (themes/material/.icons/tlsite/), which ICON_CSS paints with Material's
-# icon as a CSS mask (as Material draws its admonition icons): the paths are in one file a
-# site, read from the installed Material when the site is built.
+# writes an icon's SVG path into every page where it shows it, the same in all of them: a
+# storm's thousands of compile pages each carried them in the zip. A page shows instead
+# tlsite's empty <svg> of the same name (themes/material/.icons/tlsite/), which ICON_CSS
+# paints with Material's icon as a CSS mask (as Material draws its admonition icons): the
+# paths are in one file a site, read from the installed Material when the site is built.
 CHROME_ICONS = {
     "logo": "material/library",
     "menu": "material/menu",

@@ -56,7 +56,9 @@ _LINKED_NAMES = frozenset({"assets", "feed_rss_created.xml", "feed_rss_updated.x
 _TOC_ITEM = "partials/toc-item.html"
 #: What :func:`collapse_whitespace` leaves as it is: a tag, or a whole element whose text a
 #: browser shows (or runs) as written.
-_KEPT = re.compile(r"<(script|style|pre|textarea)\b.*?</\1\s*>|<[^>]*>", re.S | re.I)
+_KEPT = re.compile(
+    r"<(script|style|pre|textarea)\b.*?</\1\s*>|<(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.S | re.I
+)
 _SPACE = re.compile(r"[ \t\n\r\f]+")
 
 
@@ -180,7 +182,7 @@ def collapse_whitespace(html: str) -> str:
     """``html`` with every run of whitespace in its text written as one line break (if it had
     one) or one space, which a browser lays out the same: not inside tags, nor in scripts,
     styles, preformatted text or text areas. Material's templates indent the page chrome, and
-    the indentation was about a tenth of a compile page in a zip."""
+    every page of a storm would carry that indentation in the zip."""
 
     def one(match: re.Match[str]) -> str:
         return "\n" if "\n" in match.group(0) or "\r" in match.group(0) else " "

@@ -85,7 +85,7 @@ def test_a_file_the_helper_cannot_write_fails_the_build_step(tmp_path: Path) -> 
     store = PayloadStore(tmp_path / "store")
     ref = store.put("payload")
     store.flush()
-    files = FilesAside(store.pack_file)
+    files = FilesAside(store.pack_file, str(tmp_path))
     files.copy(str(tmp_path / "out.txt"), ref.offset, ref.size)
     files.text(str(tmp_path / "missing" / "x.txt"), "text")  # its folder was never made
     files.folder(str(tmp_path / "made"))
@@ -94,6 +94,23 @@ def test_a_file_the_helper_cannot_write_fails_the_build_step(tmp_path: Path) -> 
         files.finish()
     assert (tmp_path / "out.txt").read_text() == "payload"
     assert not (tmp_path / "made" / "y.txt").exists()  # nothing more after a failure
+    store.close()
+
+
+def test_a_stopped_builds_site_folder_is_not_made_again(tmp_path: Path) -> None:
+    """A build stopped while the helper still has files to write removes its staging
+    folder: the helper's folders below it must not bring it back (nothing would remove it)."""
+    store = PayloadStore(tmp_path / "store")
+    store.flush()
+    site = tmp_path / "staging" / "site"
+    site.mkdir(parents=True)
+    files = FilesAside(store.pack_file, str(site))
+    files.folder(str(site / "-_0_1_0"))
+    files.text(str(site / "-_0_1_0" / "a.txt"), "a")
+    site.parent.rename(tmp_path / "gone")  # the staging folder goes before the helper writes
+    with pytest.raises(OSError, match=r"-_0_1_0"):
+        files.finish()
+    assert not (tmp_path / "staging").exists()
     store.close()
 
 

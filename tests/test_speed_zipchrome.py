@@ -41,6 +41,8 @@ def test_collapsing_whitespace_keeps_what_a_browser_shows() -> None:
         "<pre><code>  kept\n    as is</code></pre><textarea>  a\n  b</textarea>"
         '<script>var s = "  two  spaces";</script><style>p  {  }</style>'
     )
+    # a '>' inside an attribute's value does not end the tag
+    assert collapse_whitespace('<a title="a > b    c">x  y</a>') == '<a title="a > b    c">x y</a>'
 
 
 def test_compile_page_chrome_carries_no_icon_paths_nor_indentation(
