@@ -58,6 +58,11 @@ from .stamp import Stamping
 #: helper process (:class:`FilesAside`) while its pages are rendered: below it, the process
 #: start costs more than creating the files takes.
 FILES_ASIDE_MIN = 1000
+#: ... when their payloads are this small on average (bytes): creating a file is the kernel's
+#: fixed cost that a storm's thousands of small files pay; a big trace's fewer, larger files
+#: are mostly copying, and a helper for them only takes a core from the highlight and zip
+#: helpers.
+FILES_ASIDE_MAX_MEAN = 32 * 1024
 #: Markdown extensions the report's pages use; added to an embedding site that lacks them.
 REQUIRED_EXTENSIONS = (
     "admonition",
@@ -68,6 +73,16 @@ REQUIRED_EXTENSIONS = (
     "tables",
     "toc",
 )
+
+
+def _many_small_files(trace: Trace) -> bool:
+    """Whether the trace's tlparse files are a storm's: many, small on average (see
+    :data:`FILES_ASIDE_MIN`, :data:`FILES_ASIDE_MAX_MEAN`)."""
+    count = size = 0
+    for unit in trace.units.values():
+        count += len(unit.artifacts)
+        size += sum(a.payload.size for a in unit.artifacts if a.payload is not None)
+    return count >= FILES_ASIDE_MIN and size <= count * FILES_ASIDE_MAX_MEAN
 
 
 class ReportPages:
@@ -318,7 +333,7 @@ class ReportPages:
 
         trace = self.trace  # loads the raw log too
         helper = None
-        if aside and sum(len(u.artifacts) for u in trace.units.values()) >= FILES_ASIDE_MIN:
+        if aside and _many_small_files(trace):
             helper = FilesAside(trace.store.pack_file, folder)
         writer = CompatWriter(trace, out, raw_log=self._raw_log, on_written=written, aside=helper)
         try:

@@ -16,15 +16,17 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from corpus import PROJECT_ROOT
+from corpus import FIXTURE_TRACES, PROJECT_ROOT, TORCH_213, TRAINING_TRACE_GLOB
 from revisions import assert_built_as_by_base, needs_base_rev
 
+from tlsite.core import load
 from tlsite.core.files_aside import FilesAside
 from tlsite.core.store import PayloadStore
 from tlsite.mkdocs_plugin import report
 
 #: A real torch 2.15 recompile storm (334 compile ids, 4,000 artifacts), where it was made.
 REAL_STORM = PROJECT_ROOT.parent / "traces" / "storm" / "zipstorm_2.15.log"
+TRAINING = next(iter(sorted(TORCH_213.glob(TRAINING_TRACE_GLOB))), None)
 
 
 def _storm(folder: Path, compile_ids: int) -> Path:
@@ -112,6 +114,29 @@ def test_a_stopped_builds_site_folder_is_not_made_again(tmp_path: Path) -> None:
         files.finish()
     assert not (tmp_path / "staging").exists()
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("trace", "aside"),
+    [
+        # a storm's small files (about 1.5 kB each): the kernel's cost per file dominates
+        (FIXTURE_TRACES / "recompiles" / "recompiles.log", True),
+        # a big trace's files (about 70 kB each): mostly copying, no helper for them
+        (TRAINING, False),
+    ],
+    ids=["small-files", "big-files"],
+)
+def test_only_many_small_files_are_written_aside(
+    trace: Path | None, aside: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if trace is None:
+        pytest.skip("no torch 2.13 training trace")
+    monkeypatch.setattr(report, "FILES_ASIDE_MIN", 1)  # as many as these traces have
+    loaded = load(trace)
+    try:
+        assert report._many_small_files(loaded) is aside
+    finally:
+        loaded.close()
 
 
 @needs_base_rev
