@@ -15,6 +15,8 @@ from browser import SiteOpener, browser_unavailable_reason, launch_browser
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
+    from tlsite.core import ResolvedInput
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that drives the browser is slow: the fast tier (``-m "not slow"``) skips it."""
@@ -53,6 +55,18 @@ def site_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
         return out
 
     return site
+
+
+@pytest.fixture(scope="module")
+def ddp16_job() -> Iterator[ResolvedInput]:
+    """The real 16-rank DDP job (``tests/fixtures/traces/ddp16``), its rank logs resolved
+    (unpacked from the archive) once per test module."""
+    from corpus import FIXTURE_TRACES
+
+    from tlsite.core import resolve_input
+
+    with resolve_input(str(FIXTURE_TRACES / "ddp16" / "ddp16.7z")) as resolved:
+        yield resolved
 
 
 @pytest.fixture(scope="session")

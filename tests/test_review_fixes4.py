@@ -15,7 +15,7 @@ import pytest
 from corpus import FIXTURE_TRACES
 
 from tlsite import cli
-from tlsite.core import handlers, load, multirank
+from tlsite.core import cleanup, handlers, load, multirank
 from tlsite.core.analysis.diff import diff_traces
 from tlsite.core.records import RecordReader
 from tlsite.core.render.templating import render_markdown
@@ -92,6 +92,9 @@ def test_the_cli_build_leaves_what_its_caller_froze_frozen(
         return "built"
 
     monkeypatch.setattr(pipeline, "build", build)
+    # an earlier build's scratch folders, still being removed by a thread, would free frozen
+    # objects (their paths) while the count is compared
+    cleanup.wait_for_removals()
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()

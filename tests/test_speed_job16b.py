@@ -21,7 +21,7 @@ import pytest
 from corpus import FIXTURE_TRACES
 from revisions import assert_built_as_by_base, needs_base_rev, site_files
 
-from tlsite.core import resolve_input, worker
+from tlsite.core import worker
 from tlsite.core.worker import TaskPool
 from tlsite.mkdocs_plugin import diff_build
 from tlsite.mkdocs_plugin.diff_build import build_rank_diffs
@@ -57,20 +57,14 @@ def test_a_pool_runs_a_second_run_in_the_helpers_of_the_first(
     assert second - {os.getpid()} == helpers  # the same helper, still there
 
 
-@pytest.fixture(scope="module")
-def job():
-    with resolve_input(str(JOB)) as resolved:
-        yield resolved
-
-
 @pytest.mark.slow
 def test_comparisons_built_by_a_pool_are_the_sites_built_here(
-    job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ddp16_job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(diff_build, "diverging_pairs", lambda report: list(PAIRS))
     here = tmp_path / "here"
     here.mkdir()
-    links_here = build_rank_diffs(job, report=None, site_dir=here)  # type: ignore[arg-type]
+    links_here = build_rank_diffs(ddp16_job, report=None, site_dir=here)  # type: ignore[arg-type]
     shared = tmp_path / "shared"
     shared.mkdir()
     runs = []
@@ -82,7 +76,7 @@ def test_comparisons_built_by_a_pool_are_the_sites_built_here(
             return run(function, tasks)
 
         monkeypatch.setattr(pool, "run", spied)
-        links = build_rank_diffs(job, report=None, site_dir=shared, pool=pool)  # type: ignore[arg-type]
+        links = build_rank_diffs(ddp16_job, report=None, site_dir=shared, pool=pool)  # type: ignore[arg-type]
     assert runs == [("tlsite.mkdocs_plugin.diff_build:_build_pairs", 2)]
     assert links == links_here
     assert site_files(shared) == site_files(here)
@@ -90,7 +84,7 @@ def test_comparisons_built_by_a_pool_are_the_sites_built_here(
 
 @pytest.mark.slow
 def test_the_jobs_files_and_comparisons_reach_the_zip_before_the_landing_page(
-    job, tmp_path: Path
+    ddp16_job, tmp_path: Path
 ) -> None:
     site = tmp_path / "site"
     given: list[tuple[str, bool]] = []
@@ -98,7 +92,7 @@ def test_the_jobs_files_and_comparisons_reach_the_zip_before_the_landing_page(
     def on_final(path: Path) -> None:
         given.append((path.relative_to(site).as_posix(), (site / "index.html").exists()))
 
-    build_multirank(job, site, jobs=2, on_final=on_final)
+    build_multirank(ddp16_job, site, jobs=2, on_final=on_final)
     names = [name for name, _ in given]
     assert not any(landing_built for _, landing_built in given)
     assert "chromium_events.json" in names

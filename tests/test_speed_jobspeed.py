@@ -19,7 +19,7 @@ import pytest
 from corpus import FIXTURE_TRACES
 from revisions import assert_built_as_by_base, needs_base_rev, site_files
 
-from tlsite.core import load_source, resolve_input
+from tlsite.core import load_source
 from tlsite.core.analysis.diff import diff_traces
 from tlsite.mkdocs_plugin import diff_build, site_config
 from tlsite.mkdocs_plugin.diff_build import build_diff_site, build_rank_diffs
@@ -30,17 +30,11 @@ JOB = FIXTURE_TRACES / "ddp16" / "ddp16.7z"
 PAIRS = [(0, 3), (6, 0), (6, 1), (6, 5)]
 
 
-@pytest.fixture(scope="module")
-def job():
-    with resolve_input(str(JOB)) as resolved:
-        yield resolved
-
-
 @pytest.mark.slow
 def test_a_rank_in_several_pairs_is_read_once_and_the_sites_are_the_same(
-    job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ddp16_job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    logs = {log.rank: log for log in job.logs}
+    logs = {log.rank: log for log in ddp16_job.logs}
     # every pair read afresh, as each pair's site was built before
     fresh = tmp_path / "fresh"
     for a, b in PAIRS:
@@ -60,7 +54,7 @@ def test_a_rank_in_several_pairs_is_read_once_and_the_sites_are_the_same(
     monkeypatch.setattr(diff_build, "load_source", counted)
     shared = tmp_path / "shared"
     shared.mkdir()
-    links = build_rank_diffs(job, report=None, site_dir=shared)  # type: ignore[arg-type]
+    links = build_rank_diffs(ddp16_job, report=None, site_dir=shared)  # type: ignore[arg-type]
     assert read == {rank: 1 for pair in PAIRS for rank in pair}
     assert all(f"diff_{a}_{b}/index.html" in links for a, b in PAIRS)
     assert site_files(shared) == site_files(fresh)
@@ -68,9 +62,9 @@ def test_a_rank_in_several_pairs_is_read_once_and_the_sites_are_the_same(
 
 @pytest.mark.slow
 def test_a_second_site_in_the_process_compiles_no_theme_template(
-    job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ddp16_job, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    logs = {log.rank: log for log in job.logs}
+    logs = {log.rank: log for log in ddp16_job.logs}
     before, after = load_source(logs[0]), load_source(logs[3])
     try:
         diff = diff_traces(before, after)
