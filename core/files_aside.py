@@ -25,6 +25,12 @@ _SERVICE = "tlsite.core.files_aside:_write_files"
 BATCH = 256
 
 
+def write_text(path: str, text: str) -> None:
+    """Write ``text`` to the file ``path`` as UTF-8 (a tlparse file, here or in the helper)."""
+    with open(path, "w", encoding="utf-8") as target:
+        target.write(text)
+
+
 class FilesAside:
     """Files of a site written by a helper process, in the order they are handed over."""
 
@@ -99,8 +105,7 @@ def _write_batch(batch: list[tuple[str, str, Any]], source: int, root: str) -> s
                 with open(path, "wb") as target:
                     copy_range(source, offset, size, target)
             else:
-                with open(path, "w", encoding="utf-8") as target:
-                    target.write(what)
+                write_text(path, what)
         except OSError as error:
             return f"{path}: {error}"
     return None

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..analysis.provenance import fx_cache_hit_key, parse_kernel_stack_traces, shared_provenance
 from ..analysis.views import guard_codes
-from ..files_aside import FilesAside
+from ..files_aside import FilesAside, write_text
 from ..model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, CACHE_MARKS, Artifact, CompileUnit, Trace
 from ..records import loads_bounded
 from ..source import LogSource
@@ -98,11 +98,6 @@ def _pretty(value: Any, depth: int) -> Iterator[str]:
         yield json.dumps(value, ensure_ascii=False)
 
 
-def _write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as dest:
-        dest.write(text)
-
-
 def unit_page_href(unit: CompileUnit, *, depth: int) -> str:
     """Relative link from a file ``depth`` folders deep to the unit's report page."""
     return "../" * depth + f"{unit.dirname}/index.html"
@@ -160,7 +155,7 @@ class CompatWriter:
 
     def _text(self, dest: str, text: str) -> None:
         if self.aside is None:
-            _write_text(dest, text)
+            write_text(dest, text)
         else:
             self.aside.text(dest, text)
 
