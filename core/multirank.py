@@ -517,6 +517,13 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
+def rank_pool(jobs: int | None) -> TaskPool:
+    """The processes that read and build a job's ranks: ``jobs`` of them (default: one per
+    core), this one among them, which saves starting one helper (an interpreter and its
+    imports)."""
+    return TaskPool(jobs or default_jobs(), here=True)
+
+
 def load_ranks(
     resolved: ResolvedInput,
     *,
@@ -553,8 +560,8 @@ def load_ranks(
         if on_rank is not None:
             on_rank(summaries[-1])
     own_pool = pool is None
-    if pool is None:  # this process reads and builds ranks too: one helper fewer to start
-        pool = TaskPool(jobs or default_jobs(), here=True)
+    if pool is None:
+        pool = rank_pool(jobs)
     try:
         for summary in pool.run(_RUN_TASK, tasks):
             summaries.append(summary)

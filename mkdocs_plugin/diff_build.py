@@ -180,9 +180,10 @@ def build_rank_diffs(
     # each reading a rank once for all its pairs; in this process alone when there is no
     # pool or the logs are read through the redactor (its stats count this process's reads)
     shares = 1 if pool is None or redactor is not None else min(pool.processes, len(pairs))
+    shares = max(shares, 1)  # no pairs: one empty share, left out below
     tasks = [
         _PairsTask(share, {r: logs[r] for pair in share for r in pair}, str(site_dir), export_mode)
-        for share in (pairs[k :: max(shares, 1)] for k in range(max(shares, 1)))
+        for share in (pairs[k::shares] for k in range(shares))
         if share
     ]
     if pool is None or shares == 1:

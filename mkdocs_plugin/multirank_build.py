@@ -25,11 +25,10 @@ from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.divergence import analyse
 from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
-from tlsite.core.multirank import RankSummary, default_jobs, job_ranks, load_ranks
+from tlsite.core.multirank import RankSummary, job_ranks, load_ranks, rank_pool
 from tlsite.core.redact import Redactor, redaction_note
 from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
-from tlsite.core.worker import TaskPool
 
 from .alike_pages import alike_pages_shared, forget_alike_pages
 from .build import build_report
@@ -108,7 +107,7 @@ def build_multirank(
     hook = functools.partial(build_rank_report, str(site_dir), redactor, n_ranks)
     # the processes that build the ranks build the comparisons too (this one among them)
     with (
-        TaskPool(jobs or default_jobs(), here=True) as pool,
+        rank_pool(jobs) as pool,
         load_ranks(
             resolved,
             export_mode=export_mode,
