@@ -113,6 +113,7 @@ def check_tree(rows: list[tuple[int, str, float, str]]) -> None:
 
 
 # -- the analysis on real traces ---------------------------------------------------------------
+@pytest.mark.slow
 def test_training_compile_breaks_down_into_self_times_forward_and_backward() -> None:
     """[0/0] of the training run: forward 36.1 s whole frame and a 9.2 s backward compile. The
     forward table's rows never exceed the whole frame (the backward compile is not added into

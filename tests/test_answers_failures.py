@@ -65,6 +65,7 @@ def break_rows(site: BuiltSite) -> list[tuple[str, str, int]]:
 
 
 # -- failure summaries -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_backend_failure_says_which_exception_the_backend_raised(sites: SiteCache) -> None:
     """fail_reason is "backend='my_backend' raised:\\nMyBackendError: boom": the row says both
     halves, on the Failures page and in the overview's worst problems."""

@@ -74,6 +74,7 @@ def test_overview_and_health_page_say_a_payload_was_damaged() -> None:
 
 
 # -- 19. --overwrite keeps the user's files; the not-a-trace message quotes whole escapes ---------
+@pytest.mark.slow
 def test_overwrite_refuses_a_report_holding_a_file_the_user_added(tmp_path: Path) -> None:
     site = tmp_path / "site"
     args = ("build", str(KILLED), "-o", "site", "--bundle", "none", "--overwrite", "--quiet")
@@ -101,6 +102,7 @@ def test_not_a_trace_message_never_cuts_an_escape(tmp_path: Path, lead: int) -> 
 
 
 # -- 5. the end-of-build summary names the main finding -------------------------------------------
+@pytest.mark.slow
 def test_build_summary_says_the_log_ends_inside_an_unfinished_compile(tmp_path: Path) -> None:
     """killed.log was cut while [1/0] was compiling (tests/fixtures/README.md)."""
     done = run_tlsite("build", str(KILLED), "-o", "site", "--bundle", "none", cwd=tmp_path)

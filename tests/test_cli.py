@@ -46,6 +46,7 @@ def record_lines(stdout: str) -> list[str]:
     return [line for line in stdout.splitlines() if re.search(r"\d[\d,]* records\b", line)]
 
 
+@pytest.mark.slow
 def test_build_example(tmp_path: Path, cwd: Path) -> None:
     out = tmp_path / "out" / "report"
     done = run_tlsite("build", "--example", "-o", str(out), "--no-browser", cwd=cwd)
@@ -78,6 +79,7 @@ def test_existing_output_without_overwrite_is_refused(tmp_path: Path, cwd: Path)
     assert list(cwd.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_overwrite_replaces_the_output(tmp_path: Path, cwd: Path) -> None:
     """A report tlsite wrote is replaced whole (a folder that is not tlsite's, or a report
     holding a file of the user's, is refused: see test_answers_input.py and

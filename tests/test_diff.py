@@ -252,6 +252,7 @@ def test_two_ranks_of_one_job(tmp_path, capsys):
     assert data["after"]["source"].endswith("rank_2.log")
 
 
+@pytest.mark.slow
 def test_run_compare_writes_the_diff_beside_the_report(tmp_path, capsys):
     after = side("newgb", "after")
     command = ["sh", "-c", f'cp "{after}" "$TORCH_TRACE/dedicated_log_torch_trace_x.log"']

@@ -112,6 +112,7 @@ def test_mkdocs_build_of_a_project_with_the_plugin(tmp_path: Path) -> None:
     assert notes.index("Notes") < notes.index("Trace report")
 
 
+@pytest.mark.slow
 def test_properdocs_build_of_a_project_with_the_plugin(tmp_path: Path) -> None:
     if importlib.util.find_spec("properdocs") is None:
         pytest.skip("properdocs is not installed (pip install properdocs, or the test extra)")
@@ -122,6 +123,7 @@ def test_properdocs_build_of_a_project_with_the_plugin(tmp_path: Path) -> None:
     check_embedded_site(site)
 
 
+@pytest.mark.slow
 def test_project_without_a_nav_gets_one_report_section(tmp_path: Path) -> None:
     """MkDocs would list every report page; the plugin lists the report's own nav instead."""
     project = tmp_path / "project"

@@ -68,6 +68,7 @@ def _build(log: Path, site: Path, **options: Any) -> None:
         trace.close()
 
 
+@pytest.mark.slow
 def test_parallel_and_inline_highlighting_give_identical_pages(tmp_path: Path) -> None:
     sites = {}
     for workers in (0, 2):
@@ -195,6 +196,7 @@ def test_a_cut_gzip_log_says_where_its_data_ends(
     assert f"the gzip data ends early after {len(raw):,} bytes of log" in summary
 
 
+@pytest.mark.slow
 def test_templates_compiled_from_the_bytecode_cache_give_identical_pages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -59,6 +59,7 @@ def small_caps(monkeypatch: pytest.MonkeyPatch, *, per_trace: int, per_compile: 
     monkeypatch.setattr(model, "RECENT_ARTIFACTS", 2)
 
 
+@pytest.mark.slow
 def test_artifacts_past_the_cap_are_not_kept_as_objects_and_every_output_lists_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

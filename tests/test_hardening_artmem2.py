@@ -153,6 +153,7 @@ def test_a_real_sites_zip_and_manifest_are_the_bytes_zipfile_writes_in_memory(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new.zip", "reference.zip"]
 
 
+@pytest.mark.slow
 def test_the_summary_after_a_build_reads_the_manifests_head_not_its_list_of_files(
     tmp_path: Path,
 ) -> None:

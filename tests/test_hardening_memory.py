@@ -390,6 +390,7 @@ def test_a_compile_with_tens_of_thousands_of_artifacts_lists_a_bounded_number():
         trace.close()
 
 
+@pytest.mark.slow
 def test_the_symbolic_shapes_page_lists_a_bounded_number_of_items():
     """Many compiles with many symbolic records each: a few items per compile, a few compiles
     (each compile's page lists its own)."""

@@ -344,6 +344,7 @@ def _dead_pid() -> int:
     return done.pid
 
 
+@pytest.mark.slow
 def test_the_next_build_removes_only_tlsites_own_stale_leftovers(tmp_path: Path) -> None:
     import socket
 

@@ -108,6 +108,7 @@ def test_metrics_fields_of_the_wrong_type_are_noted_and_ignored(tmp_path: Path) 
     assert "step" in page  # the fields of the right type are still used
 
 
+@pytest.mark.slow
 def test_real_metrics_have_no_wrong_typed_field() -> None:
     """The type rules flag nothing in real traces (a field torch writes is never dropped)."""
     from tlsite.core import load

@@ -582,6 +582,7 @@ def _source_of(trace: object, summary: RankSummary, source: object) -> str:
     return f"{summary.rank}:{len(trace.units)}"  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_parallel_load_equals_serial_and_runs_the_hook() -> None:
     with (
         resolve_input(RUNTIME) as resolved,
@@ -657,6 +658,7 @@ def make_ranks(tmp_path: Path, count: int) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_64_ranks_from_the_corpus(tmp_path: Path) -> None:
     folder = make_ranks(tmp_path, 64)
     started = time.perf_counter()
@@ -742,6 +744,7 @@ def test_analysis_and_landing_grow_linearly_with_ranks() -> None:
     assert s64 < 120_000
 
 
+@pytest.mark.slow
 def test_landing_never_lists_ranks_times_compile_ids() -> None:
     ranks = synthetic_ranks(64)
     report = dv.analyse(ranks)
@@ -843,6 +846,7 @@ def test_cli_landing_phrases(tmp_path: Path) -> None:  # 26, 33, 35–38, 41 on 
     assert (tmp_path / "out1" / "collective_schedules.json").is_file()
 
 
+@pytest.mark.slow
 def test_cli_collectives_parity(tmp_path: Path) -> None:  # 40
     out = tmp_path / "out"
     assert run_build(PARITY, out).returncode == 0

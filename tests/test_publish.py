@@ -108,6 +108,7 @@ def test_publish_to_a_remote_name_and_a_branch(
     assert git("status", "--porcelain", cwd=work) == ""  # the user's repository is untouched
 
 
+@pytest.mark.slow
 def test_publish_errors_are_one_line(tmp_path: Path, env: dict[str, str]) -> None:
     done = tlsite("publish", str(example_trace()), "--to", "no-such-remote", cwd=tmp_path, env=env)
     assert done.returncode == 1

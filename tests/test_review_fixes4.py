@@ -138,6 +138,7 @@ class _SlowImport:
         return lambda path, out, **options: "built"
 
 
+@pytest.mark.slow
 def test_two_threads_building_at_once_leave_the_garbage_collector_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -45,6 +45,7 @@ def test_a_metrics_records_raw_file_is_not_called_empty(tmp_path: Path) -> None:
     assert 'id="metrics-0">Compilation metrics' in page
 
 
+@pytest.mark.slow
 def test_a_zip_that_left_files_out_says_so_in_its_note(tmp_path: Path) -> None:
     """The manifest's note says the zip holds tlparse's files (raw.log, ...); a zip over the
     limit that left some out must not say so unqualified."""
@@ -69,6 +70,7 @@ def _deflated(data: bytes, level: int) -> int:
     return len(compressor.compress(data) + compressor.flush())
 
 
+@pytest.mark.slow
 def test_copies_that_fit_deflated_smaller_stay_when_the_fast_zip_came_out_too_big(
     tmp_path: Path,
 ) -> None:

@@ -394,6 +394,7 @@ def _event_handler_attributes(markup: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_vllm_page_escapes_trace_text(tmp_path: Path) -> None:
     hostile = '<img src=x onerror="alert(1)"> {: onclick=alert(2) } [x](javascript:alert(3))'
     ids = {"frame_id": 0, "frame_compile_id": 0, "attempt": 0}

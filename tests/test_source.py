@@ -194,6 +194,7 @@ def test_zip_of_rank_logs_in_a_folder_is_multi_rank(tmp_path: Path) -> None:
     assert read_all(resolved) == [p.read_bytes() for p in ranks]
 
 
+@pytest.mark.slow
 def test_7z_of_rank_logs_is_multi_rank(tmp_path: Path) -> None:
     ranks = sorted(TORCH_MULTI_RANK.iterdir())
     archive = sevenzip_of(tmp_path / "ranks.7z", {p.name: p for p in ranks})

@@ -140,6 +140,7 @@ def test_usable_terms_treat_every_unicode_space_as_str_isspace_does() -> None:
     assert code_terms._usable(terms) == _reference_usable(terms) == ["L['x']", "aten.mm"]
 
 
+@pytest.mark.slow
 def test_input_copies_that_cannot_fit_are_left_out_without_being_compressed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -113,6 +113,7 @@ def test_an_own_site_puts_code_into_its_pages_without_decoding_it(
 
 
 @needs_training
+@pytest.mark.slow
 def test_a_plugin_after_tlsites_sees_the_code_in_every_page(tmp_path: Path) -> None:
     """A plugin that sees pages after tlsite's (a user's minifier, say) gets them with
     their code in, as MkDocs would have written them: then the code is not put in later."""

@@ -77,6 +77,7 @@ def _comparison_site(out: Path, monkeypatch: pytest.MonkeyPatch, *, fast: bool) 
     return sum(s.stamped for s in stamps)
 
 
+@pytest.mark.slow
 def test_a_comparison_writes_its_compile_pages_from_one_render_of_the_template(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

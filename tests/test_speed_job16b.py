@@ -37,6 +37,7 @@ def _pid(task: float) -> int:
     return os.getpid()
 
 
+@pytest.mark.slow
 def test_a_pool_runs_a_second_run_in_the_helpers_of_the_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

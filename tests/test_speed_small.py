@@ -185,6 +185,7 @@ def _run_build(script: str, trace: Path, out: Path, env: dict[str, str]) -> list
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_a_build_of_one_trace_imports_no_job_or_diff_module(tmp_path: Path) -> None:
     lines = _run_build(
         """
@@ -208,6 +209,7 @@ def test_a_build_of_one_trace_imports_no_job_or_diff_module(tmp_path: Path) -> N
     assert unneeded & set(lines) == set()
 
 
+@pytest.mark.slow
 def test_a_later_build_loads_the_themes_templates_compiled(tmp_path: Path) -> None:
     """Jinja's bytecode cache (a private folder of the temp directory) holds Material's
     compiled templates after the first build, as it holds tlsite's own."""

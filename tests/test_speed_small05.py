@@ -75,6 +75,7 @@ def _build_in_a_process(script: str, tmp_path: Path, **env: str) -> subprocess.C
     return done
 
 
+@pytest.mark.slow
 def test_a_build_process_leaves_its_heap_to_the_os_at_exit(tmp_path: Path) -> None:
     """What a build made is frozen before the interpreter's exit collections, which would
     go through every object of it; and the build still removes its scratch folders."""
@@ -89,6 +90,7 @@ def test_a_build_process_leaves_its_heap_to_the_os_at_exit(tmp_path: Path) -> No
     assert [name for name in os.listdir(scratch) if "tlsite-" in name] == []
 
 
+@pytest.mark.slow
 def test_a_program_calling_main_keeps_its_own_exit(tmp_path: Path) -> None:
     """``cli.main`` called by another program does not freeze that program's heap at exit."""
     done = _build_in_a_process(_HOST_CALLS_MAIN, tmp_path)
@@ -144,6 +146,7 @@ def test_a_bar_drawn_late_shows_the_stage_as_far_as_it_got() -> None:
     assert "\x1b[31m" not in shown and "x.log" not in shown
 
 
+@pytest.mark.slow
 def test_a_late_bar_times_its_stage_from_when_the_stage_began() -> None:
     """The bar drawn a second into a stage says the stage has run a second, not none."""
     from rich.console import Console

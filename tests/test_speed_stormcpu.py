@@ -53,6 +53,7 @@ def _zip(site: Path) -> list[tuple[str, bytes]]:
         return [(name.split("/", 1)[1], bundle.read(name)) for name in bundle.namelist()]
 
 
+@pytest.mark.slow
 def test_a_storms_files_written_aside_are_the_same_files_and_zip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -78,6 +78,7 @@ def _whole_zip(site: Path, dest: Path) -> int:
     return size
 
 
+@pytest.mark.slow
 def test_a_zip_that_would_pass_the_limit_fast_is_deflated_smaller_with_every_file(
     storm_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

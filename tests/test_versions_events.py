@@ -356,6 +356,7 @@ RAW_JSON_ON_PURPOSE = {
 }
 
 
+@pytest.mark.slow
 def test_no_fixture_has_an_event_type_or_json_artifact_without_a_view() -> None:
     """The Parse health page of every fixture lists no event type as "no special view", and
     every JSON artifact is either read into tables or on the list of raw ones above."""

@@ -104,6 +104,7 @@ def test_torchrun_dtrace_folder_joins_each_ranks_logs() -> None:
             assert [(p.first_line, p.last_line) for p in log.parts][-1][1] == lines
 
 
+@pytest.mark.slow
 def test_torchrun_dtrace_rank_report_names_the_users_line(tmp_path: Path) -> None:
     """A rank's draft-export issue names the script's line: its stack uses the file name
     interned in the rank's main log."""
