@@ -48,6 +48,7 @@ SMALL_LEVEL = 6
 #: many-rank jobs, big traces): what a zip written while its site is built expects. An input
 #: this expects under the limit has pages that fit at either level; only copies can be at stake.
 FAST_ZIP_PER_INPUT_BYTE = 0.8
+_CHUNK = 1 << 20  # what a file is read in, to hash and deflate it
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # deterministic archives: same input, same bytes
 _FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (for .7z)
 
@@ -134,6 +135,16 @@ def _add_to_zip(
         return _read_digest(source, copy_to=target.write)
 
 
+def _deflate_into(
+    archive: zipfile.ZipFile, path: str | Path, name: str, level: int | None = None
+) -> None:
+    """:func:`_add_to_zip` of a file whose digest was taken already (read in the same
+    chunks, so the entry's bytes are the same)."""
+    info = _entry_info(name, archive.compresslevel if level is None else level)
+    with open(path, "rb") as source, archive.open(info, "w") as target:
+        shutil.copyfileobj(source, target, _CHUNK)
+
+
 def _file_digest(path: str | Path) -> Digest:
     """The size and SHA-256 of ``path``."""
     with open(path, "rb") as source:
@@ -145,7 +156,7 @@ def _read_digest(source: BinaryIO, *, copy_to: Callable[[bytes], Any] | None = N
     ``copy_to``)."""
     digest = hashlib.sha256()
     size = 0
-    while chunk := source.read(1 << 20):
+    while chunk := source.read(_CHUNK):
         digest.update(chunk)
         if copy_to is not None:
             copy_to(chunk)
@@ -637,11 +648,12 @@ def _add_deferred(
     archive: _Zip, site: Path, name: str, ahead: _Ahead | None, level: int | None = None
 ) -> None:
     """Add the deferred file ``name`` at the end: as it was deflated ``ahead``, if it was,
-    else deflated now (at ``level``, or else the archive's)."""
+    else deflated now (at ``level``, or else the archive's; not hashed again: its digest
+    was taken when it was listed, and only that one goes in the manifest)."""
     if ahead is not None and name in ahead:
         ahead.copy_into(archive, name)
     else:
-        _add_to_zip(archive, os.path.join(site, name), f"{site.name}/{name}", level)
+        _deflate_into(archive, os.path.join(site, name), f"{site.name}/{name}", level)
 
 
 def _group_estimate(site: Path, names: list[str], level: int, ahead: _Ahead | None) -> int:
