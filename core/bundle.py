@@ -28,12 +28,14 @@ from collections.abc import (
     MutableMapping,
     Sequence,
 )
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from .source import printable_name
 from .worker import WorkerProcess
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 #: GitHub's limit for a file attached to an issue: "25 MB", read as the smaller, decimal
 #: megabytes (a zip of 25.9 MB under a limit of 25 MiB was called attachable).

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .store import copy_range
 from .worker import WorkerProcess
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 _SERVICE = "tlsite.core.files_aside:_write_files"
 

@@ -31,8 +31,10 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
-from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where a worker is started: most builds start none
+    from multiprocessing.connection import Connection
 
 # The child puts the parent's sys.path first (tlsite may be importable only through it),
 # then serves: argv = [sys.path as JSON, service, read fd, write fd, *service arguments].
@@ -47,6 +49,8 @@ class WorkerProcess:
     """One helper process serving ``service(inbox, outbox, *args)`` until its inbox closes."""
 
     def __init__(self, service: str, *args: str) -> None:
+        from multiprocessing.connection import Connection
+
         to_child, from_parent = os.pipe()
         to_parent, from_child = os.pipe()
         fds = [str(to_child), str(from_child)]
@@ -120,6 +124,8 @@ class WorkerProcess:
 
 def _serve(argv: list[str]) -> None:
     """Child side: import the service and run it on the two pipe ends."""
+    from multiprocessing.connection import Connection
+
     service, read_fd, write_fd, *args = argv
     module_name, function_name = service.split(":")
     function = getattr(importlib.import_module(module_name), function_name)
@@ -165,6 +171,8 @@ class TaskPool:
         either. While this process runs a task, each helper holds a second, so that it
         works on meanwhile.
         """
+        from multiprocessing.connection import wait
+
         if self._broken:
             raise RuntimeError("a task of this pool failed before")
         todo = collections.deque((function, task) for task in tasks)

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import types
 import zipfile
+from pathlib import Path
 
 import pytest
-from corpus import TORCH_213
+from corpus import PROJECT_ROOT, TORCH_213
 
 from tlsite import __version__
 from tlsite.cli import BuildOutcome, build
@@ -66,3 +70,28 @@ def test_each_file_of_the_zip_is_hashed_once(
         name = path.relative_to(site.site).as_posix()
         assert contents[f"report/{name}"] == path.read_bytes()
         assert listed[name] == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+#: A small build in a process of its own, as the ``tlsite`` command runs it: which modules
+#: did it import?
+_SMALL_BUILD = """
+import sys
+from tlsite.cli import main
+main(["build", "--example", "-o", sys.argv[1], "--no-browser", "--quiet"])
+print("multiprocessing imported:", "multiprocessing" in sys.modules)
+"""
+
+
+def test_a_build_without_helper_processes_imports_no_multiprocessing(tmp_path: Path) -> None:
+    """A small build starts no helper process, so it does not import what starting and
+    talking to one needs (``multiprocessing.connection``, its pipes' wrappers)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SMALL_BUILD, str(tmp_path / "site")],
+        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT.parent)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "site" / "index.html").is_file()
+    assert "multiprocessing imported: False" in done.stdout

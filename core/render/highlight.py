@@ -25,13 +25,15 @@ import threading
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..store import copy_range, read_slice
 from ..worker import WorkerProcess
 from . import fastlex
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 #: Python, C++ and JSON are highlighted by :mod:`.fastlex`; other languages by Pygments
 #: (about 1 MB/s) up to this many characters...
