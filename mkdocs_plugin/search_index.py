@@ -22,6 +22,7 @@ from material.plugins.search import plugin as material_search
 from material.plugins.search.plugin import SearchIndex
 
 from .alike_pages import sections_alike
+from .section_shapes import SectionShapes
 
 #: One token of HTML: a comment or declaration (ignored), a tag, or text. A start tag takes
 #: the text and end tag after it when they end its element (``<td>x</td>``, a leaf): the
@@ -75,6 +76,15 @@ def _attributes_matter(tag: str, source: str) -> bool:
         or "data-search-exclude" in source.lower()
         or (tag == "a" and "headerlink" in source)
     )
+
+
+def _made(
+    tag: str, anchor: str | None, excluded: bool, title: list[str], text: list[str]
+) -> _Section:
+    """A section with these values (a page's, from its shape: see :mod:`.section_shapes`)."""
+    section = _Section(tag, excluded=excluded)
+    section.id, section.title, section.text = anchor, title, text
+    return section
 
 
 def sections(html: str) -> list[_Section]:
@@ -283,6 +293,8 @@ class ReportSearchIndex(SearchIndex):
         #: [page index, anchor, title], ...]}``: where else a shared section is
         self.shared_pages: list[list[str]] = []
         self.shared: dict[str, list[object]] = {}
+        #: a storm's pages divided once per shape (the same HTML but for its digits)
+        self.shapes = SectionShapes(sections, _made)
 
     def add_entry_from_context(self, page: Any) -> None:
         """Index the page's sections as Material's ``SearchIndex`` does."""
@@ -293,7 +305,7 @@ class ReportSearchIndex(SearchIndex):
         if material_search.jieba is not None:  # Chinese segmentation: Material's own way
             super().add_entry_from_context(page)
         else:
-            for section in sections_alike(page.content, sections):  # a job's ranks: once
+            for section in sections_alike(page.content, self.shapes.divide):  # a job's ranks: once
                 if section.excluded:
                     continue
                 entry = _entry(section, page, search)
