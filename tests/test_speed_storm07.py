@@ -2,7 +2,7 @@
 
 A recompile storm's compile pages are one HTML with other numbers in it; the search index
 divides a shape's HTML once and puts each page's own digits back
-(:mod:`tlsite.mkdocs_plugin.section_shapes`). What a user finds with search must not change:
+(:mod:`tlsite.mkdocs_plugin.page_shapes`). What a user finds with search must not change:
 every page's sections are the ones dividing it alone gives, on crafted pages (digits in ids,
 links, entities, ``%``, excluded parts) and on a storm's whole site, whose search index is
 byte for byte the one built without shapes.
@@ -18,8 +18,8 @@ import pytest
 from corpus import PROJECT_ROOT
 
 from tlsite.mkdocs_plugin import search_index
-from tlsite.mkdocs_plugin.search_index import _made, sections
-from tlsite.mkdocs_plugin.section_shapes import SectionShapes
+from tlsite.mkdocs_plugin.page_shapes import Shapes
+from tlsite.mkdocs_plugin.search_index import _section_texts, _sections_made, sections
 
 
 def _flat(found: list[search_index._Section]) -> list[tuple[object, ...]]:
@@ -44,10 +44,10 @@ def _page(n: int, extra: str = "") -> str:
 
 
 def test_pages_alike_but_for_digits_get_the_sections_each_alone_gets() -> None:
-    shapes = SectionShapes(sections, _made)
+    shapes = Shapes(sections, _section_texts, _sections_made)
     for n in [*range(100, 130), *range(3, 9), 100, 555]:
         html = _page(n)
-        assert _flat(shapes.divide(html)) == _flat(sections(html)), n
+        assert _flat(shapes.get(html)) == _flat(sections(html)), n
     assert shapes.filled >= 30  # the shape served most pages
 
 
@@ -62,10 +62,10 @@ def test_pages_alike_but_for_digits_get_the_sections_each_alone_gets() -> None:
     ],
 )
 def test_pages_the_shape_cannot_hold_are_divided_as_usual(extra: str) -> None:
-    shapes = SectionShapes(sections, _made)
+    shapes = Shapes(sections, _section_texts, _sections_made)
     for n in range(10, 40):
         html = _page(n, extra.replace("{n}", str(n)))
-        assert _flat(shapes.divide(html)) == _flat(sections(html)), (extra, n)
+        assert _flat(shapes.get(html)) == _flat(sections(html)), (extra, n)
 
 
 @pytest.mark.slow
@@ -78,17 +78,17 @@ def test_a_storms_search_index_is_the_one_built_without_shapes(
     make = [sys.executable, str(PROJECT_ROOT / "bench" / "make_trace.py")]
     subprocess.run([*make, "--storm", "40", "-o", str(log)], check=True)
     filled: list[int] = []
-    divide = SectionShapes.divide
+    get = Shapes.get
 
-    def counted(self: SectionShapes, html: str) -> list[object]:
-        found = divide(self, html)
+    def counted(self: Shapes, html: str) -> object:
+        found = get(self, html)
         filled[:] = [self.filled]
         return found
 
-    monkeypatch.setattr(SectionShapes, "divide", counted)
+    monkeypatch.setattr(Shapes, "get", counted)
     with_shapes = build(str(log), tmp_path / "shapes", make_zip=False).site
     assert filled and filled[0] >= 25  # most of the 40 compile pages came from their shape
-    monkeypatch.setattr(SectionShapes, "divide", lambda self, html: sections(html))
+    monkeypatch.setattr(Shapes, "get", lambda self, text: self._work(text))
     without = build(str(log), tmp_path / "plain", make_zip=False).site
     for name in ("search/search_index.json", "search/code_index.js"):
         assert (with_shapes / name).read_bytes() == (without / name).read_bytes(), name
