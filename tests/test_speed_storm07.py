@@ -1,11 +1,13 @@
-"""A storm's pages divided into search sections once per shape (issue #19, ``storm07``).
+"""A storm's pages converted and divided into search sections once per shape (issue #19,
+``storm07``).
 
-A recompile storm's compile pages are one HTML with other numbers in it; the search index
-divides a shape's HTML once and puts each page's own digits back
-(:mod:`tlsite.mkdocs_plugin.page_shapes`). What a user finds with search must not change:
-every page's sections are the ones dividing it alone gives, on crafted pages (digits in ids,
-links, entities, ``%``, excluded parts) and on a storm's whole site, whose search index is
-byte for byte the one built without shapes.
+A recompile storm's compile pages are one text with other numbers in it; a site build converts
+a shape's body and divides its HTML once and puts each page's own numbers back
+(:mod:`tlsite.mkdocs_plugin.page_shapes`). What a user sees and finds must not change: every
+page's HTML, table of contents and sections are the ones working it out alone gives, on
+crafted pages (numbers in ids, links, entities, ``%``, excluded parts, numbers that grow a
+digit, headings whose ids collide when their numbers do) and on a storm's whole site, byte
+for byte the one built without shapes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from pathlib import Path
 import pytest
 from corpus import PROJECT_ROOT
 
+from tlsite.core.render import fast_markdown
 from tlsite.mkdocs_plugin import search_index
+from tlsite.mkdocs_plugin.deferred_page import conversions
 from tlsite.mkdocs_plugin.page_shapes import Shapes
 from tlsite.mkdocs_plugin.search_index import _section_texts, _sections_made, sections
 
@@ -68,8 +72,35 @@ def test_pages_the_shape_cannot_hold_are_divided_as_usual(extra: str) -> None:
         assert _flat(shapes.get(html)) == _flat(sections(html)), (extra, n)
 
 
+def _body(n: int, other: int, second: str) -> str:
+    """A compile page's Markdown body (see ``compile_unit.md``)."""
+    return (
+        f"# \\[0/{n}\\] f\n\n"
+        f'<p data-search-exclude="true"><a href="../-_0_{n}_0/index.html">[0/{n}]</a></p>\n\n'
+        f"## Graph {n % 3}\n\n## {second} {other}\n\n"
+        f"### recompile\\_reasons ({800 + n}) {{ #artifact-{800 + n} }}\n\n"
+        f"<!--tlsite-part:facts-{800 + n}-->\n\n"
+        f'<details class="tlsite-artifact" data-search-exclude markdown><summary>g</summary>\n\n'
+        f"<!--tlsite-code:artifact-{800 + n}-->\n\n</details>\n\n"
+        f"<p>{n}% of {n * 7} &#x27;{n}&#x27;</p>"
+    )
+
+
+@pytest.mark.parametrize("second", ["Table", "Graph"])
+def test_bodies_alike_but_for_numbers_convert_as_each_alone(second: str) -> None:
+    """Numbers that grow a digit; headings whose ids collide (``graph-1``, ``graph-1_1``) on
+    some pages of a shape and not on others: that shape is converted page by page."""
+    shapes = conversions()
+    for n in [*range(5, 40), *range(95, 130), 1000, 7]:
+        body = _body(n, n % 3 if n % 10 == 0 else n % 3 + 1, second)
+        expected = fast_markdown.convert(body)
+        assert expected is not None
+        assert shapes.get(body) == expected, n
+    assert shapes.filled >= 40 if second == "Table" else shapes.filled == 0
+
+
 @pytest.mark.slow
-def test_a_storms_search_index_is_the_one_built_without_shapes(
+def test_a_storms_site_is_the_one_built_without_shapes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tlsite.cli import build
@@ -90,5 +121,10 @@ def test_a_storms_search_index_is_the_one_built_without_shapes(
     assert filled and filled[0] >= 25  # most of the 40 compile pages came from their shape
     monkeypatch.setattr(Shapes, "get", lambda self, text: self._work(text))
     without = build(str(log), tmp_path / "plain", make_zip=False).site
-    for name in ("search/search_index.json", "search/code_index.js"):
-        assert (with_shapes / name).read_bytes() == (without / name).read_bytes(), name
+    pages = sorted(p.relative_to(without) for p in without.rglob("*") if p.is_file())
+    assert pages == sorted(
+        p.relative_to(with_shapes) for p in with_shapes.rglob("*") if p.is_file()
+    )
+    assert len(pages) > 300
+    for page in pages:
+        assert (with_shapes / page).read_bytes() == (without / page).read_bytes(), page
