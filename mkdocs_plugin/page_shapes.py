@@ -2,7 +2,7 @@
 
 A recompile storm's compile pages are one Markdown body, and one HTML, with other numbers in
 them (compile ids, sizes, times, line numbers); converting each and dividing it into search
-sections again was most of the cost of writing it. :class:`Shapes` works out a function of a
+sections again was much of the cost of writing it. :class:`Shapes` works out a function of a
 page's text (converting a body, dividing HTML into sections) once per shape, as templates with
 a slot for each number the result takes from the text, and gives every other page of that
 shape the templates filled with its own numbers. A number is a run of digits, of any length.
