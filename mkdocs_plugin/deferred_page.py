@@ -12,8 +12,10 @@ which gives the HTML and table of contents Python-Markdown would, else as MkDocs
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
@@ -24,6 +26,7 @@ from tlsite.core.render import fast_markdown
 from tlsite.core.store import PayloadRef, PayloadStore
 
 from .alike_pages import render_alike
+from .page_shapes import Shapes
 from .site_config import MARKDOWN_EXTENSIONS
 
 #: The table of contents of a page that is written (one for all: nothing reads them).
@@ -43,6 +46,28 @@ def _site_markdown(config: MkDocsConfig) -> bool:
     )
 
 
+Converted = tuple[str, list[dict[str, Any]]] | None
+
+
+def _converted_texts(converted: Converted) -> list[str | None]:
+    """A conversion as the texts :class:`~.page_shapes.Shapes` keeps."""
+    if converted is None:
+        return [None, None]
+    content, tokens = converted
+    return [content, json.dumps(tokens, ensure_ascii=False)]
+
+
+def _converted_made(texts: list[str | None]) -> Converted:
+    content, tokens = texts
+    return None if content is None or tokens is None else (content, json.loads(tokens))
+
+
+def conversions() -> Shapes[Converted]:
+    """Compile pages' bodies converted by :func:`fast_markdown.convert` once per shape (a
+    storm's bodies are one text with other numbers in it)."""
+    return Shapes(fast_markdown.convert, _converted_texts, _converted_made)
+
+
 def _toc_items(items: Iterable[AnchorLink]) -> Iterator[AnchorLink]:
     for item in items:
         yield item
@@ -60,10 +85,13 @@ class DeferredPage(Page):
         *,
         body: PayloadRef,
         store: PayloadStore,
+        convert: Callable[[str], Converted] = fast_markdown.convert,
     ) -> None:
+        """``convert``: :func:`fast_markdown.convert`, or a build's :func:`conversions`."""
         super().__init__(title, file, config)
         self._body: PayloadRef | None = body
         self._store = store
+        self._convert = convert
         self._files: Files | None = None
 
     def render(self, config: MkDocsConfig, files: Files) -> None:
@@ -81,7 +109,7 @@ class DeferredPage(Page):
         assert self._files is not None, "MkDocs renders every page before it writes any"
         self.markdown = self._store.read(self._body)
         self._body = None
-        converted = fast_markdown.convert(self.markdown) if _site_markdown(config) else None
+        converted = self._convert(self.markdown) if _site_markdown(config) else None
         if converted is None:
             render_alike(self, config, self._files)  # a job's ranks: once for pages alike
             return

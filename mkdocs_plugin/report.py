@@ -40,7 +40,7 @@ from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef, PayloadStore
 
 from .csp import add_csp
-from .deferred_page import DeferredPage
+from .deferred_page import DeferredPage, conversions
 from .prepared import PreparedReport, prepare_report
 from .search_index import ReportSearchIndex
 from .site_config import (
@@ -132,6 +132,7 @@ class ReportPages:
         self._code_to_put: tuple[str, list[tuple[str, str]]] | None = None
         #: the tlparse files' writer while a helper writes its files (see _write_compat)
         self._compat: CompatWriter | None = None
+        self._conversions = conversions()  # a storm's compile pages: once per shape
 
     @property
     def trace(self) -> Trace:
@@ -210,7 +211,14 @@ class ReportPages:
             # page.html, not page/index.html: raw-HTML links and the tlparse files expect it
             generated.use_directory_urls = False
             if page.body is not None:  # MkDocs keeps a page a plugin sets (with the nav's title)
-                DeferredPage(nav_titles.get(uri), generated, config, body=page.body, store=store)
+                DeferredPage(
+                    nav_titles.get(uri),
+                    generated,
+                    config,
+                    body=page.body,
+                    store=store,
+                    convert=self._conversions.get,
+                )
             files.append(generated)
             report_uris.add(uri)
             if page.blocks is not None:

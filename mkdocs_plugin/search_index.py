@@ -22,6 +22,7 @@ from material.plugins.search import plugin as material_search
 from material.plugins.search.plugin import SearchIndex
 
 from .alike_pages import sections_alike
+from .page_shapes import Shapes
 
 #: One token of HTML: a comment or declaration (ignored), a tag, or text. A start tag takes
 #: the text and end tag after it when they end its element (``<td>x</td>``, a leaf): the
@@ -75,6 +76,28 @@ def _attributes_matter(tag: str, source: str) -> bool:
         or "data-search-exclude" in source.lower()
         or (tag == "a" and "headerlink" in source)
     )
+
+
+def _section_texts(found: list[_Section]) -> list[str | None]:
+    """A page's sections as the texts :class:`~.page_shapes.Shapes` keeps (5 a section)."""
+    texts: list[str | None] = []
+    for section in found:
+        title = "".join(section.title) if section.title else None
+        texts += (section.tag, "x" if section.excluded else "", section.id, title)
+        texts.append("".join(section.text))
+    return texts
+
+
+def _sections_made(texts: list[str | None]) -> list[_Section]:
+    """The sections :func:`_section_texts` lists."""
+    found = []
+    for at in range(0, len(texts), 5):
+        tag, excluded, anchor, title, text = texts[at : at + 5]
+        assert tag is not None and text is not None
+        section = _Section(tag, excluded=bool(excluded))
+        section.id, section.title, section.text = anchor, [] if title is None else [title], [text]
+        found.append(section)
+    return found
 
 
 def sections(html: str) -> list[_Section]:
@@ -283,6 +306,8 @@ class ReportSearchIndex(SearchIndex):
         #: [page index, anchor, title], ...]}``: where else a shared section is
         self.shared_pages: list[list[str]] = []
         self.shared: dict[str, list[object]] = {}
+        #: a storm's pages divided once per shape (the same HTML but for its digits)
+        self.shapes = Shapes(sections, _section_texts, _sections_made)
 
     def add_entry_from_context(self, page: Any) -> None:
         """Index the page's sections as Material's ``SearchIndex`` does."""
@@ -293,7 +318,7 @@ class ReportSearchIndex(SearchIndex):
         if material_search.jieba is not None:  # Chinese segmentation: Material's own way
             super().add_entry_from_context(page)
         else:
-            for section in sections_alike(page.content, sections):  # a job's ranks: once
+            for section in sections_alike(page.content, self.shapes.get):  # a job's ranks: once
                 if section.excluded:
                     continue
                 entry = _entry(section, page, search)
