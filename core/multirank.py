@@ -524,6 +524,28 @@ def rank_pool(jobs: int | None) -> TaskPool:
     return TaskPool(jobs or default_jobs(), here=True)
 
 
+#: What a job's rank helpers import as soon as they start: the tasks' modules (reading and
+#: building a rank: MkDocs, the theme, the pages).
+RANK_MODULES = ("tlsite.core.multirank", "tlsite.mkdocs_plugin.multirank_build")
+
+
+def early_rank_pool(path: str | os.PathLike[str], jobs: int | None) -> TaskPool | None:
+    """:func:`rank_pool` with its helpers started now, when ``path`` is a folder holding two
+    or more logs named as rank logs (the resolver decides later whether it is a job); else
+    None. The build process then imports MkDocs while the helpers import it too."""
+    pool = rank_pool(jobs)
+    if pool.processes < 2:
+        return None
+    try:
+        names = os.listdir(path)
+    except OSError:  # not a folder: an archive or a log, read as usual
+        return None
+    if sum(_rank_of(name) is not None for name in names) < 2:
+        return None
+    pool.start(preload=RANK_MODULES)
+    return pool
+
+
 def load_ranks(
     resolved: ResolvedInput,
     *,
