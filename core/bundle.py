@@ -665,7 +665,10 @@ class _Ahead:
     need at most half of the attachment limit (bigger ones rarely fit beside the pages, and
     would be deflated for nothing), the latter also only while the archive so far and they
     stay under the limit (past it, tlparse's copies cannot go in), and only files of
-    :data:`_AHEAD_MIN_BYTES` or more (each keeps its entry in memory until the end). The
+    :data:`_AHEAD_MIN_BYTES` or more (each keeps its entry in memory until the end) unless
+    the archive is deflated at :data:`FAST_LEVEL`, which it is when everything is expected to
+    fit: then every copy is deflated ahead (a job's small artifact files were estimated and
+    deflated at the end; an archive under the limit holds a bounded number of entries). The
     others are deflated at the end if they go in, as without a worker.
     """
 
@@ -694,7 +697,7 @@ class _Ahead:
         copy = input_copy_kind(name) is not None
         bet = GITHUB_ATTACHMENT_LIMIT // 2
         if not copy and (
-            size < _AHEAD_MIN_BYTES
+            (size < _AHEAD_MIN_BYTES and self.level != FAST_LEVEL)
             or self._artifacts > bet
             or archived + self._artifacts > GITHUB_ATTACHMENT_LIMIT
         ):
