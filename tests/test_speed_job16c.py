@@ -15,11 +15,16 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from corpus import FIXTURE_TRACES
+from site_copies import deflated_now, zip_as_the_worker
 
+import tlsite.core.bundle as bundle
+from tlsite.cli import build as build_site
 from tlsite.core import worker
 from tlsite.core.multirank import RANK_MODULES, early_rank_pool
 
@@ -95,3 +100,45 @@ def test_an_early_helper_imports_the_rank_modules_before_any_task() -> None:
         helper.close()
     assert not failed
     assert imported == [*RANK_MODULES, "mkdocs"]
+
+
+# -- the zip's end: a job's small artifact files deflated ahead ------------------------------------
+STORM = FIXTURE_TRACES / "zipstorm" / "zipstorm.log"
+
+
+@pytest.mark.slow
+def test_a_zip_expected_to_fit_deflates_no_copy_after_the_last_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zip deflated at the fast level (everything expected to fit, as a 16-rank job's) has
+    every artifact file deflated ahead, small ones too: after the last page the worker adds
+    them as they were deflated, and deflates only what it writes then (the manifest) and
+    files never handed over. Before, the small ones were estimated and deflated there, while
+    the other core idled."""
+    site = build_site(str(STORM), tmp_path / "storm", bundle="none").site
+    small = [
+        name
+        for name in bundle.site_listing(site)
+        if bundle._deferred(name)
+        and bundle.input_copy_kind(name) is None
+        and (site / name).stat().st_size < bundle._AHEAD_MIN_BYTES
+    ]
+    assert small, "the trace has no small artifact file"
+    late: list[str] = []
+    complete_zip = bundle._complete_zip
+
+    def watched_complete(*args: Any, **kwargs: Any) -> None:
+        with deflated_now() as names:
+            complete_zip(*args, **kwargs)
+        late.extend(names)
+
+    monkeypatch.setattr(bundle, "_complete_zip", watched_complete)
+    zip_as_the_worker(site, tmp_path / "storm.zip", (site / bundle.RAW_LOG).stat().st_size)
+    assert bundle.deflate_level(0) == bundle.FAST_LEVEL
+    assert [name for name in late if bundle._deferred(name)] == []
+    assert bundle.MANIFEST_NAME in late
+    with zipfile.ZipFile(tmp_path / "storm.zip") as archive:
+        names = {info.filename.split("/", 1)[1] for info in archive.infolist()}
+        for name in small:
+            assert archive.read(f"storm/{name}") == (site / name).read_bytes()
+    assert names == {*bundle.site_listing(site), bundle.MANIFEST_NAME}
