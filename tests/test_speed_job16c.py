@@ -106,16 +106,21 @@ def test_an_early_helper_imports_the_rank_modules_before_any_task() -> None:
 STORM = FIXTURE_TRACES / "zipstorm" / "zipstorm.log"
 
 
+@pytest.fixture(scope="module")
+def storm_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_site(str(STORM), tmp_path_factory.mktemp("storm") / "storm", bundle="none").site
+
+
 @pytest.mark.slow
 def test_a_zip_expected_to_fit_deflates_no_copy_after_the_last_page(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    storm_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A zip deflated at the fast level (everything expected to fit, as a 16-rank job's) has
     every artifact file deflated ahead, small ones too: after the last page the worker adds
     them as they were deflated, and deflates only what it writes then (the manifest) and
     files never handed over. Before, the small ones were estimated and deflated there, while
     the other core idled."""
-    site = build_site(str(STORM), tmp_path / "storm", bundle="none").site
+    site = storm_site
     small = [
         name
         for name in bundle.site_listing(site)
@@ -142,3 +147,39 @@ def test_a_zip_expected_to_fit_deflates_no_copy_after_the_last_page(
         for name in small:
             assert archive.read(f"storm/{name}") == (site / name).read_bytes()
     assert names == {*bundle.site_listing(site), bundle.MANIFEST_NAME}
+
+
+@pytest.mark.slow
+def test_the_zips_end_looks_up_no_file_of_the_catalog_one_by_one(
+    storm_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the last page the manifest and the check of what fits read every file's digest
+    from the catalog in one query: a look-up per file was most of the zip's end on a job of
+    thousands of files. The manifest still lists every file with its size and SHA-256."""
+    looked_up: list[str] = []
+    at_the_end = []
+    get_item = bundle._Digests.__getitem__
+    complete_zip = bundle._complete_zip
+
+    def counted(self: Any, name: str) -> Any:
+        if at_the_end:
+            looked_up.append(name)
+        return get_item(self, name)
+
+    def watched_complete(*args: Any, **kwargs: Any) -> None:
+        at_the_end.append(True)
+        complete_zip(*args, **kwargs)
+
+    monkeypatch.setattr(bundle._Digests, "__getitem__", counted)
+    monkeypatch.setattr(bundle, "_complete_zip", watched_complete)
+    zip_as_the_worker(
+        storm_site, tmp_path / "storm.zip", (storm_site / bundle.RAW_LOG).stat().st_size
+    )
+    assert looked_up == []
+    manifest = json.loads((storm_site / bundle.MANIFEST_NAME).read_text(encoding="utf-8"))
+    files = {entry["path"]: entry for entry in manifest["files"]}
+    assert set(files) == set(bundle.site_listing(storm_site))
+    for name in ("index.md", "raw.log"):
+        if (storm_site / name).exists():
+            assert files[name]["size"] == (storm_site / name).stat().st_size
+    assert all(len(entry["sha256"]) == 64 for entry in files.values())
