@@ -559,9 +559,10 @@ def early_rank_pool(path: str | os.PathLike[str], jobs: int | None) -> TaskPool 
         names = os.listdir(path)
     except OSError:  # not a folder: an archive or a log, read as usual
         return None
-    if sum(_rank_of(name) is not None for name in names) < 2:
+    logs = sum(_rank_of(name) is not None for name in names)
+    if logs < 2:
         return None
-    pool.start(preload=RANK_MODULES)
+    pool.start(logs, preload=RANK_MODULES)  # no more helpers than the ranks would start
     return pool
 
 

@@ -84,6 +84,13 @@ def test_only_a_folder_of_rank_logs_gets_an_early_pool(tmp_path: Path) -> None:
     one.mkdir()
     (one / "dedicated_log_torch_trace_rank_0_x.log").write_text("")
     assert early_rank_pool(one, 2) is None
+    (one / "dedicated_log_torch_trace_rank_1_x.log").write_text("")
+    pool = early_rank_pool(one, 8)  # two rank logs: helpers for two ranks, not seven
+    assert pool is not None
+    try:
+        assert pool.processes == 3
+    finally:
+        pool.close()
 
 
 def _imported(names: list[str]) -> list[str]:
