@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from tlsite.core.redact import Redactor
+    from tlsite.core.worker import TaskPool
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_STRICT = 0, 1, 2, 3
 #: Interrupted (Ctrl-C): what a shell reports for a process SIGINT ended.
@@ -555,6 +556,25 @@ def build(path: str, out: Path, **options: Any) -> BuildOutcome:
     # What importing MkDocs and the rest makes (modules, classes, functions) lives as long
     # as the process: the garbage collector's passes would find nothing to free in it, so
     # none runs while it is made, and frozen, the full passes during the build skip it.
+    pool = _early_rank_pool(path, options)
+    try:
+        return _build(path, out, pool, options)
+    finally:
+        if pool is not None:  # unused (not a job after all), or a build that failed
+            pool.close()
+
+
+def _early_rank_pool(path: str, options: Mapping[str, Any]) -> TaskPool | None:
+    """A job's rank helpers, started before MkDocs is imported (they import it meanwhile),
+    when ``path`` looks like a folder of rank logs and the build may use them."""
+    if options.get("rank") is not None or options.get("redactor") or options.get("latest"):
+        return None  # one log, or the ranks read in this process
+    from tlsite.core.multirank import early_rank_pool
+
+    return early_rank_pool(path, options.get("jobs"))
+
+
+def _build(path: str, out: Path, pool: TaskPool | None, options: Mapping[str, Any]) -> BuildOutcome:
     with _IMPORTING:  # one thread at a time: another would find the collector off, and keep it so
         collecting = gc.isenabled()
         gc.disable()
@@ -564,10 +584,10 @@ def build(path: str, out: Path, **options: Any) -> BuildOutcome:
             if collecting:
                 gc.enable()
     if gc.get_freeze_count():  # the caller froze what it has: unfreezing would thaw that too
-        return build_pipeline(path, out, **options)
+        return build_pipeline(path, out, pool=pool, **options)
     gc.freeze()
     try:
-        return build_pipeline(path, out, **options)
+        return build_pipeline(path, out, pool=pool, **options)
     finally:
         gc.unfreeze()  # a process that builds again (the tests) collects as before
 

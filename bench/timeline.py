@@ -43,7 +43,9 @@ def role(pid: int) -> str:
             argv = cmdline.read().split(b"\0")
     except OSError:
         return "?"
-    services = [arg.decode().rsplit(":", 1)[1] for arg in argv if arg.startswith(b"tlsite.")]
+    services = [
+        arg.decode().rsplit(":", 1)[1] for arg in argv if arg.startswith(b"tlsite.") and b":" in arg
+    ]
     return services[0] if services else "build"
 
 

@@ -300,10 +300,14 @@ def _manifest_chunks(
     vouches for what the bundle holds, and theirs were a storm's biggest part of the manifest.
     """
     total = 0
-    for name in listing:
-        digest = digests.get(name)
+    missing = []
+    for name, digest in _with_digests(listing, digests):
         if digest is None:
-            digest = digests[name] = _file_digest(os.path.join(site, name))
+            missing.append(name)
+        else:
+            total += digest.size
+    for name in missing:  # not while the catalog is read
+        digest = digests[name] = _file_digest(os.path.join(site, name))
         total += digest.size
     summary: dict[str, Any] = {
         "generator": f"tlsite {version}",
@@ -316,13 +320,25 @@ def _manifest_chunks(
     text = json.dumps(summary, indent=1, ensure_ascii=False)
     yield text.removesuffix("\n}") + ",\n" + _FILES_START
     last = len(listing) - 1
-    for number, name in enumerate(listing):
-        digest = digests[name]
+    for number, (name, found) in enumerate(_with_digests(listing, digests)):
+        digest = found if found is not None else digests[name]
         fields: dict[str, Any] = {"path": name, "size": digest.size}
         if name not in left_out:
             fields["sha256"] = digest.sha256
         yield f"  {json.dumps(fields, ensure_ascii=False)}{',' if number < last else ''}\n"
     yield " ]\n}\n"
+
+
+def _with_digests(
+    listing: Sequence[str] | _Listing, digests: Mapping[str, Digest]
+) -> Iterator[tuple[str, Digest | None]]:
+    """Each file of ``listing`` with its digest (None if it has none yet): from a catalog, in
+    one query, not a look-up per file of a site of thousands."""
+    if isinstance(listing, _Listing) and isinstance(digests, _Digests):
+        yield from listing.with_digests()
+    else:
+        for name in listing:
+            yield name, digests.get(name)
 
 
 def _write_manifest(site: Path, chunks: Iterable[str]) -> None:
@@ -606,8 +622,9 @@ def _complete_zip(
     if size > GITHUB_ATTACHMENT_LIMIT:
         left_out = {kind: names for kind, names in groups.items() if names}
     elif size + sum(
-        digests[name].size + _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
-        for name in everything
+        digest.size + _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
+        for name, digest in _with_digests(listing, digests)
+        if name in optional and digest is not None
     ) <= (GITHUB_ATTACHMENT_LIMIT):
         kept = everything
     else:
@@ -679,7 +696,10 @@ class _Ahead:
     need at most half of the attachment limit (bigger ones rarely fit beside the pages, and
     would be deflated for nothing), the latter also only while the archive so far and they
     stay under the limit (past it, tlparse's copies cannot go in), and only files of
-    :data:`_AHEAD_MIN_BYTES` or more (each keeps its entry in memory until the end). The
+    :data:`_AHEAD_MIN_BYTES` or more (each keeps its entry in memory until the end) unless
+    the archive is deflated at :data:`FAST_LEVEL`, which it is when everything is expected to
+    fit: then every copy is deflated ahead (a job's small artifact files were estimated and
+    deflated at the end; an archive under the limit holds a bounded number of entries). The
     others are deflated at the end if they go in, as without a worker.
     """
 
@@ -708,7 +728,7 @@ class _Ahead:
         copy = input_copy_kind(name) is not None
         bet = GITHUB_ATTACHMENT_LIMIT // 2
         if not copy and (
-            size < _AHEAD_MIN_BYTES
+            (size < _AHEAD_MIN_BYTES and self.level != FAST_LEVEL)
             or self._artifacts > bet
             or archived + self._artifacts > GITHUB_ATTACHMENT_LIMIT
         ):
@@ -844,6 +864,15 @@ class _Listing:
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM listing").fetchone()[0])
+
+    def with_digests(self) -> Iterator[tuple[str, Digest | None]]:
+        """Each file with its digest in the catalog (None if it has none)."""
+        query = (
+            "SELECT listing.name, digest.value FROM listing"
+            " LEFT JOIN digest ON digest.name = listing.name ORDER BY listing.name"
+        )
+        for key, value in self._db.execute(query):
+            yield _name(key), None if value is None else Digest(value)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -116,7 +115,8 @@ class RankSummary:
     execution_order: list[str] | None = None  # compile ids, as "[0/1]"
     execution_artifact: tuple[str, int] | None = None  # (folder, number) of the order used
     chromium_events: int = 0
-    chromium_path: str | None = None  # JSON lines, one event each (in the load's workdir)
+    #: JSON lines, one event each with its ``pid`` the rank's (in the load's workdir)
+    chromium_path: str | None = None
     runtime_path: str | None = None  # JSON lines {"graph", "compile_id", "ops"} per graph
     parity: list[ParityFinding] = field(default_factory=list)
     parity_checked: int = 0  # graphs that logged both a schedule and output code
@@ -188,9 +188,28 @@ def summarize_trace(trace: Trace, rank: int, workdir: str | os.PathLike[str]) ->
         summary.runtime_path = str(path)
     if trace.chromium_events and trace.chromium_path.exists():
         path = work / f"rank_{rank}.chromium.jsonl"
-        shutil.copyfile(trace.chromium_path, path)
+        _chromium_of_rank(trace.chromium_path, path, rank)
         summary.chromium_path = str(path)
     return summary
+
+
+def _chromium_of_rank(spill: Path, dest: Path, rank: int) -> None:
+    """The rank's chromium events as the job's ``chromium_events.json`` holds them, one a line:
+    ``pid`` set to the rank, encoded here, in the rank's process, so that the build process
+    only joins the ranks' lines. An event that is not a JSON object cannot carry a pid and
+    is left out."""
+    with open(spill, encoding="utf-8") as lines, open(dest, "w", encoding="utf-8") as out:
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                event["pid"] = rank
+                out.write(json.dumps(event, ensure_ascii=False))
+                out.write("\n")
 
 
 def _is_compile(unit: CompileUnit) -> bool:
@@ -522,6 +541,29 @@ def rank_pool(jobs: int | None) -> TaskPool:
     core), this one among them, which saves starting one helper (an interpreter and its
     imports)."""
     return TaskPool(jobs or default_jobs(), here=True)
+
+
+#: What a job's rank helpers import as soon as they start: the tasks' modules (reading and
+#: building a rank: MkDocs, the theme, the pages).
+RANK_MODULES = ("tlsite.core.multirank", "tlsite.mkdocs_plugin.multirank_build")
+
+
+def early_rank_pool(path: str | os.PathLike[str], jobs: int | None) -> TaskPool | None:
+    """:func:`rank_pool` with its helpers started now, when ``path`` is a folder holding two
+    or more logs named as rank logs (the resolver decides later whether it is a job); else
+    None. The build process then imports MkDocs while the helpers import it too."""
+    pool = rank_pool(jobs)
+    if pool.processes < 2:
+        return None
+    try:
+        names = os.listdir(path)
+    except OSError:  # not a folder: an archive or a log, read as usual
+        return None
+    logs = sum(_rank_of(name) is not None for name in names)
+    if logs < 2:
+        return None
+    pool.start(logs, preload=RANK_MODULES)  # no more helpers than the ranks would start
+    return pool
 
 
 def load_ranks(

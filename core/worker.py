@@ -177,8 +177,7 @@ class TaskPool:
             raise RuntimeError("a task of this pool failed before")
         todo = collections.deque((function, task) for task in tasks)
         if self._helpers is None:
-            wanted = min(self.workers - 1 if self.here else self.workers, len(todo))
-            self._helpers = [WorkerProcess(_TASK_SERVICE) for _ in range(max(wanted, 0))]
+            self.start(len(todo))
         pool = self._helpers
         held: dict[Connection, int] = {}  # a helper's answers -> tasks it holds
         by_answers = {worker.answers: worker for worker in pool}
@@ -216,6 +215,16 @@ class TaskPool:
                 worker.stop()
             raise
 
+    def start(self, tasks: int | None = None, preload: Sequence[str] = ()) -> None:
+        """Start the helpers now (one per task at most, when ``tasks`` is known) unless they
+        are: a caller that knows work will come starts them before it imports what it needs
+        itself, and each helper imports the modules ``preload`` names meanwhile."""
+        if self._helpers is None:
+            wanted = self.workers - 1 if self.here else self.workers
+            if tasks is not None:
+                wanted = min(wanted, tasks)
+            self._helpers = [WorkerProcess(_TASK_SERVICE, *preload) for _ in range(max(wanted, 0))]
+
     def close(self) -> None:
         """End the helpers (they finish what they hold) and wait for them."""
         for worker in self._helpers or []:
@@ -247,9 +256,11 @@ def _function(name: str) -> Any:
     return getattr(importlib.import_module(module_name), function_name)
 
 
-def _task_service(inbox: Connection, outbox: Connection) -> None:
-    """Helper side of :class:`TaskPool`: answer ``(failed, result or error)`` per
-    ``(function, task)``."""
+def _task_service(inbox: Connection, outbox: Connection, *preload: str) -> None:
+    """Helper side of :class:`TaskPool`: import the modules ``preload`` names, then answer
+    ``(failed, result or error)`` per ``(function, task)``."""
+    for module in preload:
+        importlib.import_module(module)
     functions: dict[str, Any] = {}
     while True:
         name, task = inbox.recv()  # EOFError once the input ends: _serve returns

@@ -29,6 +29,7 @@ from tlsite.core.multirank import RankSummary, job_ranks, load_ranks, rank_pool
 from tlsite.core.redact import Redactor, redaction_note
 from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
+from tlsite.core.worker import TaskPool
 
 from .alike_pages import alike_pages_shared, forget_alike_pages
 from .build import build_report
@@ -91,6 +92,7 @@ def build_multirank(
     on_rank: Any = None,
     redactor: Redactor | None = None,
     on_final: Callable[[Path], None] | None = None,
+    pool: TaskPool | None = None,
 ) -> MultiRankOutcome:
     """Write the whole multi-rank site into ``site_dir`` (which must not exist yet).
 
@@ -98,16 +100,20 @@ def build_multirank(
     in this process so that it counts every replacement. ``on_final`` is given each file or
     folder besides the ranks' (whose end ``on_rank`` tells) that will not change again, in an
     order that does not depend on timing, before the site is complete (for its zip to
-    compress them meanwhile).
+    compress them meanwhile). ``pool`` is the processes to build the ranks with, when the
+    caller started them (:func:`~tlsite.core.multirank.early_rank_pool`); it is closed here.
     """
     site_dir.mkdir(parents=True)
     if redactor is not None:
         jobs = 1
+        if pool is not None:  # the ranks are read here, for the redactor to count
+            pool.close()
+            pool = None
     n_ranks = len(job_ranks(resolved))
     hook = functools.partial(build_rank_report, str(site_dir), redactor, n_ranks)
     # the processes that build the ranks build the comparisons too (this one among them)
     with (
-        rank_pool(jobs) as pool,
+        pool if pool is not None else rank_pool(jobs) as pool,
         load_ranks(
             resolved,
             export_mode=export_mode,

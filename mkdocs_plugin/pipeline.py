@@ -37,6 +37,7 @@ from tlsite.core.output import BuildOutcome, staging_for, swap_into_place
 from tlsite.core.redact import Redactor, redacted_source, redaction_note, redaction_summary
 from tlsite.core.render.highlight import Highlighter
 from tlsite.core.render.pages import highlight_ahead
+from tlsite.core.worker import TaskPool
 from tlsite.progress import BYTES, Progress
 
 from .build import build_report
@@ -77,6 +78,7 @@ def build(
     redactor: Redactor | None = None,
     jobs: int | None = None,
     all_ranks: bool = False,
+    pool: TaskPool | None = None,
 ) -> BuildOutcome:
     """Read ``path``, build its report site and bundle, and swap them in place of ``out``.
 
@@ -87,7 +89,9 @@ def build(
     An existing ``out`` is replaced only when :func:`tlsite.core.output.refusal` allows it
     (else :class:`~tlsite.core.output.OutputRefused`); an input in which no record could be
     read raises :class:`~tlsite.core.InputError`. A build that fails at any step leaves the
-    previous report and bundle as they were.
+    previous report and bundle as they were. ``pool``: the processes to build a job's ranks
+    with, started by the caller (:func:`~tlsite.core.multirank.early_rank_pool`), which
+    closes it.
     """
     started = time.perf_counter()
     out = out.resolve()
@@ -102,7 +106,7 @@ def build(
         try:
             if _is_job(resolved, rank, all_ranks):
                 zipper = _zip_while_building(resolved.logs, site, fmt)
-                made = _build_ranks(resolved, site, bar, jobs, export_mode, redactor, zipper)
+                made = _build_ranks(resolved, site, bar, jobs, export_mode, redactor, zipper, pool)
             else:
                 log = select_log(resolved, rank, path)
                 zipper = _zip_while_building([log], site, fmt)
@@ -249,6 +253,7 @@ def _build_ranks(
     export_mode: bool | None,
     redactor: Redactor | None,
     zipper: ZipWriter | None,
+    pool: TaskPool | None,
 ) -> _Site:
     """One site for every rank of a job: the landing page, then ``rank_<N>/`` reports.
 
@@ -288,6 +293,7 @@ def _build_ranks(
         on_rank=on_rank,
         redactor=redactor,
         on_final=on_final if zipper is not None else None,
+        pool=pool,
     )
     manifest: dict[str, Any] = {"ranks": sorted(outcome.summaries)}
     if redactor is not None:

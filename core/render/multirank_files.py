@@ -44,8 +44,12 @@ class _JsonArray:
         return self
 
     def add(self, value: Any) -> None:
+        self.add_json(json.dumps(value, ensure_ascii=False))
+
+    def add_json(self, text: str) -> None:
+        """Add an element given as its JSON text (on one line)."""
         self.stream.write("\n  " if self.count == 0 else ",\n  ")
-        self.stream.write(json.dumps(value, ensure_ascii=False))
+        self.stream.write(text)
         self.count += 1
 
     def __exit__(self, *exc: object) -> None:
@@ -68,10 +72,10 @@ def _runtime_graphs(summary: RankSummary) -> Iterator[dict[str, Any]]:
 
 # -- chromium_events.json -----------------------------------------------------------------------
 def write_chromium_events(ranks: Sequence[RankSummary], out: Path) -> int:
-    """Join every rank's chromium events with ``pid`` set to the rank; returns how many.
+    """Join every rank's chromium events, whose ``pid`` is the rank's (each rank's process
+    set it); returns how many.
 
-    Like tlparse, the file is written only when there is at least one event. An event that is
-    not a JSON object cannot carry a pid and is left out.
+    Like tlparse, the file is written only when there is at least one event.
     """
     if not any(r.chromium_path for r in ranks):
         return 0
@@ -79,13 +83,7 @@ def write_chromium_events(ranks: Sequence[RankSummary], out: Path) -> int:
     with open(target, "w", encoding="utf-8") as dest, _JsonArray(dest) as array:
         for summary in sorted(ranks, key=lambda r: r.rank):
             for line in _lines(summary.chromium_path):
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict):
-                    event["pid"] = summary.rank
-                    array.add(event)
+                array.add_json(line.rstrip("\n"))
     if array.count == 0:
         target.unlink()
     return array.count
