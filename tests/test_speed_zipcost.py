@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from corpus import TORCH_213
-from zlib_ng import zlib_ng
 from site_copies import copies_linked, zip_as_the_worker
+from zlib_ng import zlib_ng
 
 import tlsite.core.bundle as bundle
 from tlsite import __version__
