@@ -208,8 +208,11 @@ _LEFT_OUT_WHY = {
 
 
 #: The smallest file of a compile's folder that the zip's worker deflates ahead (see
-#: :class:`_Ahead`): a compile's files are mostly a few big ones, and a trace of a million
-#: small artifacts would keep a million entries in memory.
+#: :class:`_Ahead`) while those handed over so far are smaller on average: a storm's
+#: thousands of small files are left out of its zip, and would be deflated for nothing (and
+#: a trace of a million small artifacts would keep a million entries in memory). A big
+#: trace's files are big on average, and its small ones, deflated at the end, were most of
+#: the time only the zip's worker ran after the last page.
 _AHEAD_MIN_BYTES = 16 << 10
 _ARTIFACT_FILE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+")  # a file in a compile's folder
 #: tlparse's page of a compilation metrics record in a compile's folder (see ARTIFACT_COPIES)
@@ -682,8 +685,9 @@ class _Ahead:
     need at most half of the attachment limit (bigger ones rarely fit beside the pages, and
     would be deflated for nothing), the latter also only while the archive so far and they
     stay under the limit (past it, tlparse's copies cannot go in), and only files of
-    :data:`_AHEAD_MIN_BYTES` or more (each keeps its entry in memory until the end). The
-    others are deflated at the end if they go in, as without a worker.
+    :data:`_AHEAD_MIN_BYTES` or more unless those handed over so far are that big on average
+    (each keeps its entry in memory until the end). The others are deflated at the end if
+    they go in, as without a worker.
     """
 
     def __init__(self, path: Path, level: int) -> None:
@@ -698,6 +702,8 @@ class _Ahead:
         self._deflated = 0
         #: the compile's files deflated so far
         self._artifacts = 0
+        #: the compile's files handed over so far: how many, and their bytes
+        self._handed = self._handed_bytes = 0
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -710,8 +716,11 @@ class _Ahead:
         size = os.stat(path).st_size
         copy = input_copy_kind(name) is not None
         bet = GITHUB_ATTACHMENT_LIMIT // 2
+        if not copy:
+            self._handed += 1
+            self._handed_bytes += size
         if not copy and (
-            size < _AHEAD_MIN_BYTES
+            (size < _AHEAD_MIN_BYTES and self._handed_bytes < self._handed * _AHEAD_MIN_BYTES)
             or self._artifacts > bet
             or archived + self._artifacts > GITHUB_ATTACHMENT_LIMIT
         ):

@@ -1,0 +1,65 @@
+"""A big trace's zip, written while its site is built: the files of its compile folders are
+deflated while the pages are, the small ones too when the folders' files are big on average
+(a big trace's), not after the last page, when only the zip's worker is left running. A
+storm's many small files are still deflated only at the end, once the zip knows they fit.
+The zip holds every file's bytes either way.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from site_copies import deflated_now, zip_as_the_worker
+
+import tlsite.core.bundle as bundle
+
+
+def _site(root: Path, sizes: list[int]) -> Path:
+    """A site with one page and a compile folder of files of ``sizes`` bytes."""
+    site = root / "site"
+    (site / "-_0_0_0").mkdir(parents=True)
+    (site / "index.html").write_text("<p>report</p>\n" * 100)
+    for number, size in enumerate(sizes):
+        line = f"    add_{number} = torch.ops.aten.add.Tensor(x, y)\n"
+        text = line * (size // len(line) + 1)
+        (site / "-_0_0_0" / f"artifact_{number}.txt").write_text(text[:size])
+    return site
+
+
+def _deflated_late(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Zip ``site`` as the build's worker does; the files it deflated after the last page."""
+    late: list[str] = []
+    complete_zip = bundle._complete_zip
+
+    def watched_complete(*args: Any, **kwargs: Any) -> None:
+        with deflated_now() as names:
+            complete_zip(*args, **kwargs)
+        late.extend(names)
+
+    monkeypatch.setattr(bundle, "_complete_zip", watched_complete)
+    zip_as_the_worker(site, dest, input_size=1 << 20)
+    with zipfile.ZipFile(dest) as archive:
+        assert archive.testzip() is None
+        for info in archive.infolist():
+            assert archive.read(info) == (site / info.filename.split("/", 1)[1]).read_bytes()
+        names = {info.filename.split("/", 1)[1] for info in archive.infolist()}
+    assert names == {*bundle.site_listing(site), bundle.MANIFEST_NAME}  # every file
+    return late
+
+
+def test_a_big_traces_small_artifact_files_are_deflated_before_the_last_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = _site(tmp_path, [200_000, 2_000, 3_000, 200_000, 1_000])
+    assert _deflated_late(site, tmp_path / "site.zip", monkeypatch) == [bundle.MANIFEST_NAME]
+
+
+def test_a_storms_small_artifact_files_wait_for_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = _site(tmp_path, [20_000, *[2_000] * 20])
+    late = _deflated_late(site, tmp_path / "site.zip", monkeypatch)
+    assert len([name for name in late if name.startswith("-_0_0_0/")]) == 20
