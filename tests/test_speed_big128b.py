@@ -7,6 +7,7 @@ The zip holds every file's bytes either way.
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -63,3 +64,19 @@ def test_a_storms_small_artifact_files_wait_for_the_end(
     site = _site(tmp_path, [20_000, *[2_000] * 20])
     late = _deflated_late(site, tmp_path / "site.zip", monkeypatch)
     assert len([name for name in late if name.startswith("-_0_0_0/")]) == 20
+
+
+def test_mutated_outputs_are_counted_at_word_starts_as_the_word_boundary_pattern_does() -> None:
+    from tlsite.core.analysis import artifact_details
+
+    cases = [
+        "mutates_data=True",
+        "x mutates_data=True, mutates_data=True)",
+        "xmutates_data=True _mutates_data=True émutates_data=True ٣mutates_data=True",
+        "(mutates_data=True\nmutates_data=True-mutates_data=Truemutates_data=True",
+        "mutates_data=False",
+    ]
+    for text in cases:
+        view = artifact_details.text_view("aot_forward_graph_fw_metadata", text)
+        assert view is not None
+        assert view.mutated == len(re.findall(r"\bmutates_data=True", text)), text
