@@ -6,8 +6,8 @@
 Prints one Markdown table per zip: each kind's deflated MB, entry count and size on disk, and
 what the entries' headers (local header and directory record, with the name twice) add.
 With ``--levels``, for site folders instead: what each group of files (those that always go
-in, tlparse's artifact files, the input's copies) deflates to at each zlib level, each file on
-its own as a zip entry, and the CPU seconds deflating took.
+in, tlparse's artifact files, the input's copies) deflates to at each level of zlib-ng (as the
+bundle deflates), each file on its own as a zip entry, and the CPU seconds deflating took.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import os
 import re
 import time
 import zipfile
-import zlib
 from collections import Counter
 from pathlib import Path
+
+from zlib_ng import zlib_ng
 
 _KINDS = (
     ("compile pages (`-_*/index.html`)", re.compile(r"(?:rank_\d+/)?-_[^/]+/index\.html")),
@@ -75,7 +76,7 @@ def levels(site: Path, chosen: list[int]) -> None:
         for level in chosen:
             start, deflated = time.process_time(), 0
             for name in names:
-                packer = zlib.compressobj(level, zlib.DEFLATED, -15)
+                packer = zlib_ng.compressobj(level, zlib_ng.DEFLATED, -15)
                 with open(site / name, "rb") as source:
                     while chunk := source.read(1 << 20):
                         deflated += len(packer.compress(chunk))

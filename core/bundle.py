@@ -18,7 +18,6 @@ import re
 import shutil
 import sqlite3
 import zipfile
-import zlib
 from collections.abc import (
     Callable,
     Collection,
@@ -31,6 +30,8 @@ from collections.abc import (
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
+from zlib_ng import zlib_ng
+
 from .source import printable_name
 from .worker import WorkerProcess
 
@@ -40,12 +41,16 @@ if TYPE_CHECKING:
 #: GitHub's limit for a file attached to an issue: "25 MB", read as the smaller, decimal
 #: megabytes (a zip of 25.9 MB under a limit of 25 MiB was called attachable).
 GITHUB_ATTACHMENT_LIMIT = 25_000_000
-#: zlib's fastest level, for a zip expected to stay under the attachment limit at it: a zip
-#: smaller than attachable gains a user nothing, and the default level takes far more CPU.
-FAST_LEVEL = 1
-#: zlib's default level, for a zip that may pass the limit at :data:`FAST_LEVEL` (so that every
-#: page goes in, and the copies that fit): the levels above it cost far more CPU for little size.
-SMALL_LEVEL = 6
+#: The zip's entries are deflated by zlib-ng (:func:`_open_entry`): deflate streams any unzip
+#: reads, each level used here smaller than what zipfile's own zlib made at the level it
+#: replaces (zlib's 1 and 6), in less CPU.
+#: A fast level, for a zip expected to stay under the attachment limit at it: a zip smaller
+#: than attachable gains a user nothing. zlib-ng's level 1 is a coarser strategy than zlib's.
+FAST_LEVEL = 2
+#: A small level, for a zip that may pass the limit at :data:`FAST_LEVEL` (so that every page
+#: goes in, and the copies that fit): zlib-ng's 6 came out bigger than zlib's 6 on storms'
+#: small pages, and the levels above 7 cost far more CPU for little size.
+SMALL_LEVEL = 7
 #: About the most a site's zip at :data:`FAST_LEVEL` takes per byte of its input log(s) (storms,
 #: many-rank jobs, big traces): what a zip written while its site is built expects. An input
 #: this expects under the limit has pages that fit at either level; only copies can be at stake.
@@ -133,8 +138,20 @@ def _add_to_zip(
     """Deflate ``path`` into ``archive`` as ``name`` (at ``level``, or else the archive's);
     return its size and SHA-256."""
     info = _entry_info(name, archive.compresslevel if level is None else level)
-    with open(path, "rb") as source, archive.open(info, "w") as target:
+    with open(path, "rb") as source, _open_entry(archive, info) as target:
         return _read_digest(source, copy_to=target.write)
+
+
+def _open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    """``archive.open(info, "w")``, deflating with zlib-ng at ``info``'s level (zipfile
+    deflates with the standard library's zlib and has no way to choose another)."""
+    target = archive.open(info, "w")
+    target._compressor = zlib_ng.compressobj(  # type: ignore[attr-defined]
+        info._compresslevel,  # type: ignore[attr-defined]
+        zlib_ng.DEFLATED,
+        -15,  # a raw deflate stream, as zipfile's own compressor writes
+    )
+    return target
 
 
 def _deflate_into(
@@ -143,7 +160,7 @@ def _deflate_into(
     """:func:`_add_to_zip` of a file whose digest was taken already (read in the same
     chunks, so the entry's bytes are the same)."""
     info = _entry_info(name, archive.compresslevel if level is None else level)
-    with open(path, "rb") as source, archive.open(info, "w") as target:
+    with open(path, "rb") as source, _open_entry(archive, info) as target:
         shutil.copyfileobj(source, target, _CHUNK)
 
 
@@ -204,8 +221,11 @@ _LEFT_OUT_WHY = {
 
 
 #: The smallest file of a compile's folder that the zip's worker deflates ahead (see
-#: :class:`_Ahead`): a compile's files are mostly a few big ones, and a trace of a million
-#: small artifacts would keep a million entries in memory.
+#: :class:`_Ahead`) while those handed over so far are smaller on average: a storm's
+#: thousands of small files are left out of its zip, and would be deflated for nothing (and
+#: a trace of a million small artifacts would keep a million entries in memory). A big
+#: trace's files are big on average, and its small ones, deflated at the end, were most of
+#: the time only the zip's worker ran after the last page.
 _AHEAD_MIN_BYTES = 16 << 10
 _ARTIFACT_FILE = re.compile(r"(?:rank_\d+/)?-_[^/]+/[^/]+")  # a file in a compile's folder
 #: tlparse's page of a compilation metrics record in a compile's folder (see ARTIFACT_COPIES)
@@ -242,7 +262,7 @@ def compressed_estimate(site: Path, names: Sequence[str], level: int) -> int:
         with open(path, "rb") as source:
             chunk = source.read(max(_SAMPLE_BYTES - sampled, 1 << 16))
         sampled += len(chunk)
-        deflated += len(zlib.compress(chunk, level))
+        deflated += len(zlib_ng.compress(chunk, level))
         if sampled >= _SAMPLE_BYTES:
             break
     headers = sum(_ENTRY_HEADERS + 2 * len(f"{site.name}/{name}") for name in names)
@@ -698,9 +718,9 @@ class _Ahead:
     stay under the limit (past it, tlparse's copies cannot go in), and only files of
     :data:`_AHEAD_MIN_BYTES` or more (each keeps its entry in memory until the end) unless
     the archive is deflated at :data:`FAST_LEVEL`, which it is when everything is expected to
-    fit: then every copy is deflated ahead (a job's small artifact files were estimated and
-    deflated at the end; an archive under the limit holds a bounded number of entries). The
-    others are deflated at the end if they go in, as without a worker.
+    fit (an archive under the limit holds a bounded number of entries), or those handed over
+    so far are that big on average. The others are deflated at the end if they go in, as
+    without a worker.
     """
 
     def __init__(self, path: Path, level: int) -> None:
@@ -715,6 +735,8 @@ class _Ahead:
         self._deflated = 0
         #: the compile's files deflated so far
         self._artifacts = 0
+        #: the compile's files handed over so far: how many, and their bytes
+        self._handed = self._handed_bytes = 0
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -727,8 +749,15 @@ class _Ahead:
         size = os.stat(path).st_size
         copy = input_copy_kind(name) is not None
         bet = GITHUB_ATTACHMENT_LIMIT // 2
+        if not copy:
+            self._handed += 1
+            self._handed_bytes += size
         if not copy and (
-            (size < _AHEAD_MIN_BYTES and self.level != FAST_LEVEL)
+            (
+                size < _AHEAD_MIN_BYTES
+                and self.level != FAST_LEVEL
+                and self._handed_bytes < self._handed * _AHEAD_MIN_BYTES
+            )
             or self._artifacts > bet
             or archived + self._artifacts > GITHUB_ATTACHMENT_LIMIT
         ):
@@ -740,7 +769,7 @@ class _Ahead:
                 return None
         start = self._zip.start_dir
         info = _entry_info(f"{site.name}/{name}", self.level)
-        with open(path, "rb") as source, self._zip.open(info, "w") as target:
+        with open(path, "rb") as source, _open_entry(self._zip, info) as target:
             digest = _read_digest(source, copy_to=target.write)
         self._entries[name] = (info, self._zip.start_dir)
         if copy:
@@ -1026,7 +1055,7 @@ def _add_site_file(
 
 class _WorkerLevel:
     """The level a zip written while its site is built deflates at, from its input's size (the
-    default level when that is not known): the trace's logs as the build found them, then,
+    small level when that is not known): the trace's logs as the build found them, then,
     as each ``raw.log`` copy comes, as they are unpacked (a gzipped log's size undersold it).
     A single trace's copy comes before its pages; a job's ranks hand theirs over after their
     pages, so a gzipped rank's correction reaches the next rank."""

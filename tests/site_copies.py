@@ -65,17 +65,23 @@ def zip_as_the_worker(site: Path, dest: Path, input_size: int) -> None:
 
 @contextlib.contextmanager
 def deflated_now() -> Iterator[list[str]]:
-    """Within: the site files the zip deflates (``bundle._add_to_zip``), by path in the site,
+    """Within: the site files the zip deflates (``bundle._add_to_zip``, and
+    ``bundle._deflate_into`` for a file whose digest was taken already), by path in the site,
     as it deflates them (not those copied in as deflated ahead)."""
     names: list[str] = []
-    add_to_zip = bundle._add_to_zip
+    originals = {name: getattr(bundle, name) for name in ("_add_to_zip", "_deflate_into")}
 
-    def spy(archive: Any, path: str | Path, name: str, *level: int) -> bundle.Digest:
-        names.append(name.split("/", 1)[1])
-        return add_to_zip(archive, path, name, *level)
+    def spy(original: Any) -> Any:
+        def spied(archive: Any, path: str | Path, name: str, *level: int) -> Any:
+            names.append(name.split("/", 1)[1])
+            return original(archive, path, name, *level)
 
-    bundle._add_to_zip = spy  # type: ignore[assignment]
+        return spied
+
+    for name, original in originals.items():
+        setattr(bundle, name, spy(original))
     try:
         yield names
     finally:
-        bundle._add_to_zip = add_to_zip  # type: ignore[assignment]
+        for name, original in originals.items():
+            setattr(bundle, name, original)
