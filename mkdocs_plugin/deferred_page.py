@@ -65,7 +65,23 @@ def _converted_made(texts: list[str | None]) -> Converted:
 def conversions() -> Shapes[Converted]:
     """Compile pages' bodies converted by :func:`fast_markdown.convert` once per shape (a
     storm's bodies are one text with other numbers in it)."""
-    return Shapes(fast_markdown.convert, _converted_texts, _converted_made)
+    return Shapes(fast_markdown.convert, _converted_texts, _converted_made, _ids_unique)
+
+
+def _ids_unique(converted: Converted) -> bool:
+    """Whether a conversion's headings have distinct ids. Converting a page alone makes
+    them so (``unique``); a shape's templates keep its probes' ids, and headings whose
+    numbers make one slug only at some values ("1.2" and "12") would share one."""
+    if converted is None:
+        return True
+    ids = [token["id"] for token in _token_items(converted[1])]
+    return len(ids) == len(set(ids))
+
+
+def _token_items(tokens: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for token in tokens:
+        yield token
+        yield from _token_items(token.get("children", []))
 
 
 def _toc_items(items: Iterable[AnchorLink]) -> Iterator[AnchorLink]:

@@ -12,8 +12,8 @@ each place, chosen so that each slot tells which number of the text it holds: al
 ones, then the units, tens, hundreds... of each number's position. A result whose characters
 other than those digits differ between the runs (the function treated numbers by their
 values: ids made unique, references read) gives no template, and the shape is worked out page
-by page. The first page of a shape is worked out as usual, and the templates are checked
-against it when they are made (:data:`TEMPLATES_AT`). What stays as it is in a shape: a
+by page. The first pages of a shape are worked out as usual, and the templates are checked
+against them when they are made (:data:`TEMPLATES_AT`). What stays as it is in a shape: a
 heading's level (``h1``: a tag's name) and the character references tlsite's escaping writes
 (``&#x27;``); a page with another ``&#`` reference or a byte the shape uses as a mark is
 worked out as usual.
@@ -79,13 +79,12 @@ class _Template:
 
 
 class _Shape:
-    """A shape: until its templates are made, its first page's numbers and result's texts."""
+    """A shape: until its templates are made, its pages' numbers and results' texts."""
 
-    __slots__ = ("first", "seen", "templates")
+    __slots__ = ("samples", "templates")
 
     def __init__(self, first: tuple[list[str], list[str | None]]) -> None:
-        self.first: tuple[list[str], list[str | None]] | None = first
-        self.seen = 1
+        self.samples: list[tuple[list[str], list[str | None]]] = [first]
         self.templates: list[_Template | None] | None = None
 
 
@@ -93,7 +92,9 @@ class Shapes(Generic[T]):
     """``get(text)``: ``work(text)``, once per shape (see the module docstring).
 
     ``texts(result)`` lists the texts a result is made of (None where it has none, or for a
-    result of None), and ``make(texts)`` makes the result from them again.
+    result of None), and ``make(texts)`` makes the result from them again. ``check(result)``,
+    if given, tells whether a result filled from templates may stand (one the probes cannot
+    vouch for: numbers that collide only at some values); else the page is worked out as usual.
     """
 
     def __init__(
@@ -101,10 +102,12 @@ class Shapes(Generic[T]):
         work: Callable[[str], T],
         texts: Callable[[T], list[str | None]],
         make: Callable[[list[str | None]], T],
+        check: Callable[[T], bool] | None = None,
     ) -> None:
         self._work = work
         self._texts = texts
         self._make = make
+        self._check = check
         self._shapes: dict[bytes, _Shape | None] = {}
         self.filled = 0  # pages whose result came from their shape
 
@@ -124,20 +127,24 @@ class Shapes(Generic[T]):
         if shape is None:
             return self._work(text)
         assert isinstance(shape, _Shape)
-        if shape.templates is None:  # make the templates in time, check them on the first
-            shape.seen += 1
-            if shape.seen < TEMPLATES_AT:
-                return self._work(text)
-            assert shape.first is not None
-            first_numbers, first_texts = shape.first
-            shape.first = None
+        if shape.templates is None:  # make the templates in time, check them on the pages
+            if len(shape.samples) < TEMPLATES_AT - 1:
+                result = self._work(text)
+                shape.samples.append((numbers, self._texts(result)))
+                return result
             templates = self._templates(masked)
-            if templates is None or _filled(templates, first_numbers) != first_texts:
+            if templates is None or any(
+                _filled(templates, sample) != texts for sample, texts in shape.samples
+            ):
                 self._shapes[digest] = None
                 return self._work(text)
+            shape.samples.clear()
             shape.templates = templates
+        result = self._make(_filled(shape.templates, numbers))
+        if self._check is not None and not self._check(result):
+            return self._work(text)
         self.filled += 1
-        return self._make(_filled(shape.templates, numbers))
+        return result
 
     def _templates(self, masked: bytes) -> list[_Template | None] | None:
         """The shape's templates, from its results with the numbers of :func:`_runs`; None if
