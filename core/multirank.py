@@ -550,7 +550,7 @@ RANK_MODULES = ("tlsite.core.multirank", "tlsite.mkdocs_plugin.multirank_build")
 
 def early_rank_pool(path: str | os.PathLike[str], jobs: int | None) -> TaskPool | None:
     """:func:`rank_pool` with its helpers started now, when ``path`` is a folder holding two
-    or more logs named as rank logs (the resolver decides later whether it is a job); else
+    or more ranks' logs (the resolver decides later whether it is a job); else
     None. The build process then imports MkDocs while the helpers import it too."""
     pool = rank_pool(jobs)
     if pool.processes < 2:
@@ -559,10 +559,10 @@ def early_rank_pool(path: str | os.PathLike[str], jobs: int | None) -> TaskPool 
         names = os.listdir(path)
     except OSError:  # not a folder: an archive or a log, read as usual
         return None
-    logs = sum(_rank_of(name) is not None for name in names)
-    if logs < 2:
+    ranks = len({_rank_of(name) for name in names} - {None})
+    if ranks < 2:  # one rank's logs are not a job (the resolver says which to pick)
         return None
-    pool.start(logs, preload=RANK_MODULES)  # no more helpers than the ranks would start
+    pool.start(ranks, preload=RANK_MODULES)  # no more helpers than the ranks would start
     return pool
 
 

@@ -84,8 +84,11 @@ def test_only_a_folder_of_rank_logs_gets_an_early_pool(tmp_path: Path) -> None:
     one.mkdir()
     (one / "dedicated_log_torch_trace_rank_0_x.log").write_text("")
     assert early_rank_pool(one, 2) is None
+    # two logs of one rank are not a job (the build asks which to take): no helper
+    (one / "dedicated_log_torch_trace_rank_0_y.log").write_text("")
+    assert early_rank_pool(one, 2) is None
     (one / "dedicated_log_torch_trace_rank_1_x.log").write_text("")
-    pool = early_rank_pool(one, 8)  # two rank logs: helpers for two ranks, not seven
+    pool = early_rank_pool(one, 8)  # two ranks: helpers for two ranks, not seven
     assert pool is not None
     try:
         assert pool.processes == 3
