@@ -146,6 +146,9 @@ def _open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
     """``archive.open(info, "w")``, deflating with zlib-ng at ``info``'s level (zipfile
     deflates with the standard library's zlib and has no way to choose another)."""
     target = archive.open(info, "w")
+    if not hasattr(target, "_compressor"):  # a zipfile that names it otherwise: say so
+        target.close()
+        raise RuntimeError("this Python's zipfile has no _compressor: tlsite cannot deflate")
     target._compressor = zlib_ng.compressobj(  # type: ignore[attr-defined]
         info._compresslevel,  # type: ignore[attr-defined]
         zlib_ng.DEFLATED,
@@ -359,6 +362,13 @@ def _with_digests(
     else:
         for name in listing:
             yield name, digests.get(name)
+
+
+def _hashed(name: str, digest: Digest | None) -> Digest:
+    """``digest``, which a file whose size decides what fits must have by then."""
+    if digest is None:
+        raise KeyError(name)
+    return digest
 
 
 def _write_manifest(site: Path, chunks: Iterable[str]) -> None:
@@ -642,9 +652,9 @@ def _complete_zip(
     if size > GITHUB_ATTACHMENT_LIMIT:
         left_out = {kind: names for kind, names in groups.items() if names}
     elif size + sum(
-        digest.size + _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
+        _hashed(name, digest).size + _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
         for name, digest in _with_digests(listing, digests)
-        if name in optional and digest is not None
+        if name in optional
     ) <= (GITHUB_ATTACHMENT_LIMIT):
         kept = everything
     else:
