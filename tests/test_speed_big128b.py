@@ -30,11 +30,15 @@ def _site(root: Path, sizes: list[int]) -> Path:
     return site
 
 
-def _deflated_late(
-    site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch, input_size: int = 1 << 20
-) -> list[str]:
-    """Zip ``site`` as the build's worker does (for an input of ``input_size`` bytes); the
-    files it deflated after the last page."""
+#: A big trace's or a storm's input: its zip is not expected to fit at the fast level (one
+#: that is deflates every file ahead whatever its size: test_speed_job16c).
+BIG_INPUT = int(bundle.GITHUB_ATTACHMENT_LIMIT / bundle.FAST_ZIP_PER_INPUT_BYTE) + 1
+
+
+def _deflated_late(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Zip ``site`` as the build's worker does for a big input; the files it deflated after
+    the last page."""
+    assert bundle.deflate_level(BIG_INPUT * bundle.FAST_ZIP_PER_INPUT_BYTE) != bundle.FAST_LEVEL
     late: list[str] = []
     complete_zip = bundle._complete_zip
 
@@ -44,7 +48,7 @@ def _deflated_late(
         late.extend(names)
 
     monkeypatch.setattr(bundle, "_complete_zip", watched_complete)
-    zip_as_the_worker(site, dest, input_size=input_size)
+    zip_as_the_worker(site, dest, input_size=BIG_INPUT)
     with zipfile.ZipFile(dest) as archive:
         assert archive.testzip() is None
         for info in archive.infolist():
@@ -65,11 +69,7 @@ def test_a_storms_small_artifact_files_wait_for_the_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site = _site(tmp_path, [20_000, *[2_000] * 20])
-    # a storm's trace is big enough that its zip is not expected to fit at the fast level
-    # (a zip expected to fit deflates every file ahead: test_speed_job16c)
-    storm_input = int(bundle.GITHUB_ATTACHMENT_LIMIT / bundle.FAST_ZIP_PER_INPUT_BYTE) + 1
-    assert bundle.deflate_level(storm_input * bundle.FAST_ZIP_PER_INPUT_BYTE) != bundle.FAST_LEVEL
-    late = _deflated_late(site, tmp_path / "site.zip", monkeypatch, storm_input)
+    late = _deflated_late(site, tmp_path / "site.zip", monkeypatch)
     assert len([name for name in late if name.startswith("-_0_0_0/")]) == 20
 
 
