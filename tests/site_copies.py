@@ -85,3 +85,22 @@ def deflated_now() -> Iterator[list[str]]:
     finally:
         for name, original in originals.items():
             setattr(bundle, name, original)
+
+
+def zip_as_the_worker_late(site: Path, dest: Path, input_size: int) -> list[str]:
+    """:func:`zip_as_the_worker`; the site files it deflated after the last page was handed
+    over (:func:`deflated_now` around the zip's end)."""
+    late: list[str] = []
+    complete_zip = bundle._complete_zip
+
+    def watched_complete(*args: Any, **kwargs: Any) -> None:
+        with deflated_now() as names:
+            complete_zip(*args, **kwargs)
+        late.extend(names)
+
+    bundle._complete_zip = watched_complete  # type: ignore[assignment]
+    try:
+        zip_as_the_worker(site, dest, input_size)
+    finally:
+        bundle._complete_zip = complete_zip  # type: ignore[assignment]
+    return late

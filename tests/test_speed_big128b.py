@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 import zipfile
 from pathlib import Path
-from typing import Any
 
-import pytest
-from site_copies import deflated_now, zip_as_the_worker
+from site_copies import zip_as_the_worker_late
 
 import tlsite.core.bundle as bundle
 
@@ -35,20 +33,11 @@ def _site(root: Path, sizes: list[int]) -> Path:
 BIG_INPUT = int(bundle.GITHUB_ATTACHMENT_LIMIT / bundle.FAST_ZIP_PER_INPUT_BYTE) + 1
 
 
-def _deflated_late(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _deflated_late(site: Path, dest: Path) -> list[str]:
     """Zip ``site`` as the build's worker does for a big input; the files it deflated after
     the last page."""
     assert bundle.deflate_level(BIG_INPUT * bundle.FAST_ZIP_PER_INPUT_BYTE) != bundle.FAST_LEVEL
-    late: list[str] = []
-    complete_zip = bundle._complete_zip
-
-    def watched_complete(*args: Any, **kwargs: Any) -> None:
-        with deflated_now() as names:
-            complete_zip(*args, **kwargs)
-        late.extend(names)
-
-    monkeypatch.setattr(bundle, "_complete_zip", watched_complete)
-    zip_as_the_worker(site, dest, input_size=BIG_INPUT)
+    late = zip_as_the_worker_late(site, dest, BIG_INPUT)
     with zipfile.ZipFile(dest) as archive:
         assert archive.testzip() is None
         for info in archive.infolist():
@@ -59,17 +48,15 @@ def _deflated_late(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch) -> l
 
 
 def test_a_big_traces_small_artifact_files_are_deflated_before_the_last_page(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     site = _site(tmp_path, [200_000, 2_000, 3_000, 200_000, 1_000])
-    assert _deflated_late(site, tmp_path / "site.zip", monkeypatch) == [bundle.MANIFEST_NAME]
+    assert _deflated_late(site, tmp_path / "site.zip") == [bundle.MANIFEST_NAME]
 
 
-def test_a_storms_small_artifact_files_wait_for_the_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_storms_small_artifact_files_wait_for_the_end(tmp_path: Path) -> None:
     site = _site(tmp_path, [20_000, *[2_000] * 20])
-    late = _deflated_late(site, tmp_path / "site.zip", monkeypatch)
+    late = _deflated_late(site, tmp_path / "site.zip")
     assert len([name for name in late if name.startswith("-_0_0_0/")]) == 20
 
 

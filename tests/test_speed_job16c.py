@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from corpus import FIXTURE_TRACES
-from site_copies import deflated_now, zip_as_the_worker
+from site_copies import zip_as_the_worker, zip_as_the_worker_late
 
 import tlsite.core.bundle as bundle
 from tlsite.cli import build as build_site
@@ -139,16 +139,9 @@ def test_a_zip_expected_to_fit_deflates_no_copy_after_the_last_page(
         and (site / name).stat().st_size < bundle._AHEAD_MIN_BYTES
     ]
     assert small, "the trace has no small artifact file"
-    late: list[str] = []
-    complete_zip = bundle._complete_zip
-
-    def watched_complete(*args: Any, **kwargs: Any) -> None:
-        with deflated_now() as names:
-            complete_zip(*args, **kwargs)
-        late.extend(names)
-
-    monkeypatch.setattr(bundle, "_complete_zip", watched_complete)
-    zip_as_the_worker(site, tmp_path / "storm.zip", (site / bundle.RAW_LOG).stat().st_size)
+    late = zip_as_the_worker_late(
+        site, tmp_path / "storm.zip", (site / bundle.RAW_LOG).stat().st_size
+    )
     assert bundle.deflate_level(0) == bundle.FAST_LEVEL
     assert [name for name in late if bundle._deferred(name)] == []
     assert bundle.MANIFEST_NAME in late

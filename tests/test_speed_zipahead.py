@@ -14,10 +14,9 @@ import shutil
 import subprocess
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import pytest
-from site_copies import copies_linked, deflated_now, zip_as_the_worker
+from site_copies import copies_linked, zip_as_the_worker_late
 
 import tlsite.core.bundle as bundle
 from tlsite.cli import build
@@ -30,21 +29,10 @@ def storm_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build(str(STORM), tmp_path_factory.mktemp("storm") / "storm", bundle="none").site
 
 
-def _worker_zip(site: Path, dest: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _worker_zip(site: Path, dest: Path) -> list[str]:
     """Write the site's zip as the build's worker does, for an input as big as the site's
     ``raw.log``; return the site files it deflated after the last page was handed over."""
-    late: list[str] = []
-    complete_zip = bundle._complete_zip
-
-    def watched_complete(*args: Any, **kwargs: Any) -> None:
-        with deflated_now() as names:
-            complete_zip(*args, **kwargs)
-        late.extend(names)
-
-    with monkeypatch.context() as watching:
-        watching.setattr(bundle, "_complete_zip", watched_complete)
-        zip_as_the_worker(site, dest, (site / bundle.RAW_LOG).stat().st_size)
-    return late
+    return zip_as_the_worker_late(site, dest, (site / bundle.RAW_LOG).stat().st_size)
 
 
 def _entries(archive: Path) -> set[str]:
@@ -79,7 +67,7 @@ def test_the_worker_deflates_a_compiles_files_before_the_last_page_and_keeps_eve
         and (storm_site / name).stat().st_size >= bundle._AHEAD_MIN_BYTES
     ]
     assert big, "the trace has no artifact file big enough to be deflated ahead"
-    late = _worker_zip(storm_site, tmp_path / "worker.zip", monkeypatch)
+    late = _worker_zip(storm_site, tmp_path / "worker.zip")
     # after the last page only the manifest (written then) and small files are deflated
     assert [name for name in late if name in big] == []
     assert bundle.MANIFEST_NAME in late
@@ -98,7 +86,7 @@ def test_over_the_limit_the_copies_deflated_ahead_are_left_out_and_the_manifest_
     would raise the fast one)."""
     monkeypatch.setattr(bundle, "FAST_LEVEL", bundle.SMALL_LEVEL)
     copies = copies_linked(storm_site)
-    _worker_zip(storm_site, tmp_path / "all.zip", monkeypatch)
+    _worker_zip(storm_site, tmp_path / "all.zip")
     with zipfile.ZipFile(tmp_path / "all.zip") as archive:
         optional = sum(
             info.compress_size + 2 * len(info.filename) + 76
@@ -108,7 +96,7 @@ def test_over_the_limit_the_copies_deflated_ahead_are_left_out_and_the_manifest_
         )
     limit = (tmp_path / "all.zip").stat().st_size - optional + 1000
     monkeypatch.setattr(bundle, "GITHUB_ATTACHMENT_LIMIT", limit)
-    _worker_zip(storm_site, tmp_path / "worker.zip", monkeypatch)
+    _worker_zip(storm_site, tmp_path / "worker.zip")
     left_out = bundle.left_out_of_zip(storm_site)
     inputs = [n for n in bundle.site_listing(storm_site) if bundle.input_copy_kind(n)]
     assert set(left_out) == {*copies, *inputs}
