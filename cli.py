@@ -569,6 +569,8 @@ def _early_rank_pool(path: str, options: Mapping[str, Any]) -> TaskPool | None:
     when ``path`` looks like a folder of rank logs and the build may use them."""
     if options.get("rank") is not None or options.get("redactor") or options.get("latest"):
         return None  # one log, or the ranks read in this process
+    if not os.path.isdir(path):  # a log or an archive: no import of the job's modules
+        return None
     from tlsite.core.multirank import early_rank_pool
 
     return early_rank_pool(path, options.get("jobs"))

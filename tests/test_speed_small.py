@@ -201,6 +201,7 @@ def test_a_build_of_one_trace_imports_no_job_or_diff_module(tmp_path: Path) -> N
     assert "tlsite.mkdocs_plugin.plugin" in lines  # it did build
     unneeded = {
         "tlsite.mkdocs_plugin.multirank_build",
+        "tlsite.core.multirank",
         "tlsite.mkdocs_plugin.diff_build",
         "tlsite.core.analysis.diff",
         "tlsite.core.analysis.divergence",
