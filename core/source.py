@@ -617,15 +617,20 @@ class _Gunzip(io.RawIOBase):
                 super().close()
 
 
-def _decoded_before_error(decoder: Any, data: bytes, limit: int) -> bytes:
+def _decoded_before_error(
+    decoder: Any, data: bytes, limit: int, piece: int = _SALVAGE_PIECE
+) -> bytes:
     """What ``decoder`` (a copy taken before the step that failed) decodes from ``data`` before
-    the damage, up to ``limit`` bytes: fed a few bytes at a time, it returns each piece's
-    output before it meets the bad one."""
+    the damage, up to ``limit`` bytes: fed a few bytes at a time, then the piece that meets
+    the damage a byte at a time, so that nothing decoded before the bad byte is lost."""
     out = bytearray()
-    for at in range(0, len(data), _SALVAGE_PIECE):
+    for at in range(0, len(data), piece):
+        before = decoder.copy() if piece > 1 else decoder
         try:
-            out += decoder.decompress(data[at : at + _SALVAGE_PIECE], limit - len(out))
+            out += decoder.decompress(data[at : at + piece], limit - len(out))
         except zlib.error:
+            if piece > 1:
+                out += _decoded_before_error(before, data[at : at + piece], limit - len(out), 1)
             break
         if len(out) >= limit or decoder.unconsumed_tail or decoder.eof:
             break

@@ -242,10 +242,11 @@ def test_a_damaged_7z_is_built_from_what_came_before_the_damage(tmp_path: Path):
         whole = log.read_bytes()
         assert len(whole) // 2 < kept < len(whole)
         lines = whole[:kept].count(b"\n")
-        # the bytes decoded last, at the damage, may be garbage with other line breaks than
-        # the log's (where the damage falls depends on the archive's layout): every line before
-        # that last block is kept, + the line cut in two
-        assert lines - 100 < trace.stats.total_lines <= lines + 1
+        # every line before the last block decoded is kept. That block, at the damage, may be
+        # garbage with more line breaks than the same span of the log (LZMA copies earlier text
+        # at wrong distances; where the damage falls depends on the archive's layout), but the
+        # log is not read whole
+        assert lines - 100 < trace.stats.total_lines < whole.count(b"\n")
         assert trace.stats.records > 0
         assert "the report shows what came before" in trace.stats.summary()
     finally:
@@ -296,20 +297,26 @@ def decodable_prefix(data: bytes) -> int:
 
 
 def test_a_damaged_gz_keeps_every_line_before_the_damage(tmp_path: Path):
-    """A decoding error lost the whole 64 KiB step it happened in: every line decoded before
-    the damage is kept now, and the last, cut one is noted."""
+    """A decoding error lost the whole 64 KiB step it happened in, and then the few bytes fed
+    with the bad one: every byte decoded before the damage is kept now, and the last, cut line
+    is noted."""
     import gzip
 
     from tlsite.core import load
 
     log = FIXTURES / "torch-2.15" / "graph_breaks.log"
-    data = bytearray(gzip.compress(log.read_bytes(), mtime=0))
-    start = int(len(data) * 0.3)
-    data[start : start + 32] = b"\xff" * 32  # an invalid code: decoding stops there
+    packed = gzip.compress(log.read_bytes(), mtime=0)
+    for tenth in range(30, 60):  # damage that stops decoding, not at a step boundary
+        data = bytearray(packed)
+        start = len(data) * tenth // 100
+        data[start : start + 32] = b"\xff" * 32  # mostly an invalid code
+        decodable = decodable_prefix(bytes(data))
+        if decodable < len(log.read_bytes()) and decodable % (64 << 10) > 2_000:
+            break
+    else:
+        raise AssertionError("no damage found that stops decoding")
     archive = tmp_path / "trace.log.gz"
     archive.write_bytes(data)
-    decodable = decodable_prefix(bytes(data))
-    assert decodable % (64 << 10) > 2_000  # the damage is not at a step boundary
     trace = load(archive)
     try:
         (cut,) = [s for s in trace.stats.samples if s.reason == "input_cut"]
@@ -317,7 +324,8 @@ def test_a_damaged_gz_keeps_every_line_before_the_damage(tmp_path: Path):
             r"the gzip data is damaged \(.*\) after ([\d,]+) bytes of log", cut.detail
         )
         assert match, cut.detail
-        assert int(match.group(1).replace(",", "")) >= decodable - 64
+        # every byte decoded before the bad one (the piece that met it is read a byte at a time)
+        assert int(match.group(1).replace(",", "")) == decodable
         lines = log.read_bytes()[:decodable].count(b"\n")
         assert trace.stats.total_lines >= lines
     finally:
@@ -347,25 +355,31 @@ def test_a_damaged_zip_member_keeps_the_lines_before_the_damage(tmp_path: Path):
 
     from tlsite.core import load
 
-    log = FIXTURES / "torch-2.15" / "graph_breaks.log"
+    log = FIXTURES / "torch-2.15" / "compiled_autograd.log"
     archive = tmp_path / "trace.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
-        out.write(log, "graph_breaks.log")
-    data = bytearray(archive.read_bytes())
-    start = int(len(data) * 0.3)
-    data[start : start + 32] = b"\xff" * 32
-    archive.write_bytes(data)
+        out.write(log, log.name)
+    packed = archive.read_bytes()
     with zipfile.ZipFile(archive) as zf:
-        info = zf.getinfo("graph_breaks.log")
+        info = zf.getinfo(log.name)
         offset = info.header_offset + 30 + len(info.filename) + len(info.extra)
-    deflated = bytes(data[offset : offset + info.compress_size])
-    decoder, decodable = zlib.decompressobj(-15), 0
-    for at in range(len(deflated)):
-        try:
-            decodable += len(decoder.decompress(deflated[at : at + 1]))
-        except zlib.error:
+    for tenth in range(30, 60):  # damage that stops decoding, not at a step boundary
+        data = bytearray(packed)
+        start = len(data) * tenth // 100
+        data[start : start + 32] = b"\xff" * 32  # mostly an invalid code
+        deflated = bytes(data[offset : offset + info.compress_size])
+        decoder, decodable, stopped = zlib.decompressobj(-15), 0, False
+        for at in range(len(deflated)):
+            try:
+                decodable += len(decoder.decompress(deflated[at : at + 1]))
+            except zlib.error:
+                stopped = True
+                break
+        if stopped and decodable % (64 << 10) > 2_000:
             break
-    assert decodable % (64 << 10) > 2_000
+    else:
+        raise AssertionError("no damage found that stops decoding")
+    archive.write_bytes(data)
     trace = load(archive)
     try:
         (cut,) = [s for s in trace.stats.samples if s.reason == "input_cut"]

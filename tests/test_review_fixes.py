@@ -150,7 +150,7 @@ def test_diff_against_a_cut_gzip_is_incomplete_at_its_line(tmp_path: Path) -> No
 # -- a damaged input is said as such, not as a process that died -------------------------------
 def _damaged_7z(tmp_path: Path, where: float) -> Path:
     """The graph-breaks log in a .7z with one byte of its compressed data changed ``where``
-    through: the decoder yields garbage for a while, then stops."""
+    through: the decoder stops there, or yields garbage for a while first."""
     archive = tmp_path / "graph_breaks.7z"
     with py7zr.SevenZipFile(archive, "w") as sz:
         sz.write(GRAPH_BREAKS, GRAPH_BREAKS.name)
@@ -171,7 +171,8 @@ def test_damaged_7z_is_said_as_a_break_of_the_input_not_a_death(
     archive = _damaged_7z(tmp_path, where)
     trace = load(archive)
     stats = trace.stats
-    assert stats.break_line and stats.garbage_from and stats.garbage_from < stats.break_line
+    # the decoder may yield garbage lines for a while before it stops (where depends on the bytes)
+    assert stats.break_line and stats.garbage_from and stats.garbage_from <= stats.break_line
     cuts = interrupted(trace, statuses(trace))
     assert cuts and all(c.unit.first_line < stats.garbage_from for c in cuts)
     out = tmp_path / "site"
@@ -179,7 +180,7 @@ def test_damaged_7z_is_said_as_a_break_of_the_input_not_a_death(
     assert main(args) == 0
     overview = _text(out / "index.html")
     said = f"the input breaks off at line {stats.break_line:,} of graph_breaks.7z:graph_breaks.log"
-    assert f"lines skipped , {said}" in overview or f"nothing skipped, {said}" in overview
+    assert re.search(rf"(lines? skipped ,|nothing skipped,) {re.escape(said)}", overview)
     (line,) = [s for s in overview.split("Interrupted: the log ends inside")[1:2]]
     assert said in line and "this does not show that the process died" in line
     assert "most likely died" not in overview and "before the last record" not in overview

@@ -189,7 +189,9 @@ def test_merged_report_in_chromium_shows_both_logs_and_real_stacks(
     assert f"{main.name}\t{n}\t1–{n}" in shown and f"{draft.name}\t{m}\t{n + 1}–{n + m}" in shown
     page, report2 = open_site(site / "export_report.html")
     where = page.locator("article table").first.inner_text()
-    assert f"/work/main/tests/fixtures/scripts/{script_line('if k > 2:')} in forward" in where
+    assert (
+        f"/home/user/tlsite/tests/fixtures/scripts/{script_line('if k > 2:')} in forward" in where
+    )
     for seen in (report, report2):
         assert not (seen.outside_requests or seen.console_errors or seen.dialogs)
 
