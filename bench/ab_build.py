@@ -71,7 +71,11 @@ def build_once(trace: str, root: Path, out: Path) -> dict[str, float]:
 
 
 def tlparse_once(trace: str, out: Path) -> dict[str, float]:
-    """tlparse's CPU and wall time on the trace (the reference the issue's goals are in)."""
+    """tlparse's CPU and wall time on the trace (the reference the issue's goals are in).
+
+    Its previous output is removed first, untimed, as tlsite's is in :func:`build_once`: else
+    tlparse's time would include deleting the last round's thousands of files."""
+    shutil.rmtree(out, ignore_errors=True)
     command = ["tlparse", trace, "-o", str(out), "--overwrite", "--no-browser"]
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
