@@ -34,7 +34,7 @@ from tlsite.core.files_aside import FilesAside
 from tlsite.core.model import Trace
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
-from tlsite.core.render.page import CODE_PLACEHOLDER, Block, insert_parts
+from tlsite.core.render.page import CODE_PLACEHOLDER, Block, HtmlBlock, insert_parts
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
 from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef, PayloadStore
@@ -271,6 +271,7 @@ class ReportPages:
         if blocks is None or self._highlighter is None:
             return add_csp(output, page=page, config=config, head=head)
         highlighter = self._highlighter
+        store = self._store
         after_writing = self.code_after_writing and self._last_to_see(config)
         later: list[tuple[str, str]] = []  # (token, key) of the code put in once written
 
@@ -284,6 +285,10 @@ class ReportPages:
                     later.append((token, block.key))
                     return match.group(0)
                 return highlighter.html(block.key, token)
+            if isinstance(block, HtmlBlock) and block.pack == store.pack_file:
+                # through the store's open reader: opening the pack for each of a storm's
+                # thousands of blocks cost the kernel more than reading them
+                return store.read(PayloadRef("", block.size, block.offset))
             return block.html()
 
         # one pass over the page: replacing block by block copies a big page once per block
