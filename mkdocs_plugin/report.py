@@ -42,7 +42,7 @@ from tlsite.core.store import PayloadRef, PayloadStore
 from .csp import add_csp
 from .deferred_page import DeferredPage, conversions
 from .prepared import PreparedReport, prepare_report
-from .search_index import ReportSearchIndex
+from .search_index import ReportSearchIndex, index_pages_with
 from .site_config import (
     ASSET_DIR,
     CODE_INDEX,
@@ -428,6 +428,7 @@ class OwnSite(ReportPages):
             search.search_index = ReportSearchIndex(  # type: ignore[union-attr]
                 found_elsewhere=found, **index.config
             )
+            index_pages_with(search, config)
 
     def on_nav(self, files: Files) -> None:
         self._stamping.on_nav(files)

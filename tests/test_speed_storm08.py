@@ -61,3 +61,75 @@ def test_a_storms_stored_tables_are_read_without_opening_the_pack_per_block(
     for compile_page in pages:
         assert "Compilation metrics" in compile_page.read_text(encoding="utf-8")
     assert opened == []
+
+
+_TRICKY = [
+    "",
+    "no attribute here",
+    '<p data-search-exclude="true">x</p>',
+    '<p\tdata-search-exclude="true">x</p>',
+    '<p\u00a0data-search-exclude="true">x</p>',  # a no-break space is a space to \s
+    '<p  data-search-exclude="true">two spaces</p>',
+    '<p data-search-exclude="true" data-search-boost="2">both</p>',
+    '<p data-search-exclude="true"data-search-x="1">no space between</p>',
+    '<p data-search-exclude="true"> data-search-x="1"</p>',
+    '<p data-search-="x">no name</p><p data-search-exclude="">empty</p>',
+    '<p data-search-exclude="unclosed>',
+    'data-search-a="1" at the start, data-search-b="2" at the end data-search-c="3"',
+    ' data-search-é="1" a unicode name',
+    '<p data-data-search-exclude="true">',
+    "x data-search-exclude=\"a\nb\" across lines",
+]
+
+
+@pytest.mark.parametrize("html", _TRICKY)
+def test_search_attributes_are_removed_as_materials_pattern_removes_them(html: str) -> None:
+    from tlsite.mkdocs_plugin.search_index import _SEARCH_ATTRIBUTE, without_search_attributes
+
+    assert without_search_attributes(html) == _SEARCH_ATTRIBUTE.sub("", html)
+
+
+def test_search_attributes_removed_as_material_does_on_random_text() -> None:
+    import random
+
+    from tlsite.mkdocs_plugin.search_index import _SEARCH_ATTRIBUTE, without_search_attributes
+
+    pieces = ["data-search-", "exclude", "=", '"', "true", " ", "\n", "\t", "x", "<p", ">", "é"]
+    rng = random.Random(8)
+    for _ in range(3000):
+        html = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 30)))
+        assert without_search_attributes(html) == _SEARCH_ATTRIBUTE.sub("", html), html
+
+
+@pytest.mark.slow
+def test_pages_lose_their_search_attributes_without_materials_scan_of_every_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No page keeps a ``data-search-*`` attribute, and Material's pattern, which has no
+    literal to look for, was not run over the pages."""
+    import re
+
+    from material.plugins.search import plugin as material_search
+
+    from tlsite.cli import build
+
+    trace = _storm(tmp_path, 20)
+    scanned: list[int] = []
+
+    class CountingRe:
+        def __getattr__(self, name: str) -> object:
+            return getattr(re, name)
+
+        @staticmethod
+        def sub(pattern: str, repl: str, string: str, *args: object, **kwargs: object) -> str:
+            if "data-search-" in str(pattern):
+                scanned.append(len(string))
+            return re.sub(pattern, repl, string, *args, **kwargs)
+
+    monkeypatch.setattr(material_search, "re", CountingRe())
+    site = build(str(trace), tmp_path / "site", make_zip=False).site
+    pages = [p for p in site.rglob("*.html") if "assets" not in p.parts]
+    assert len(pages) > 20
+    for html_page in pages:
+        assert "data-search-" not in html_page.read_text(encoding="utf-8"), html_page
+    assert scanned == []
