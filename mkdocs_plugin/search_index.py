@@ -458,11 +458,15 @@ def index_pages_with(search: Any, config: Any) -> None:
     its pattern: in its place among the ``page_context`` event's handlers, so that it runs
     when and after what it did."""
     handlers = config.plugins.events["page_context"]
-    for at, handler in enumerate(handlers):
-        if getattr(handler, "__self__", None) is search and handler.__name__ == "on_page_context":
-            break
-    else:
+    found = [
+        at
+        for at, handler in enumerate(handlers)
+        if getattr(handler, "__self__", None) is search and handler.__name__ == "on_page_context"
+    ]
+    if not found:
         return
+    at = found[0]
+    handler = handlers[at]
 
     def on_page_context(context: Any, *, page: Any, config: Any, nav: Any) -> Any:
         if not search.config.enabled:

@@ -78,7 +78,7 @@ _TRICKY = [
     'data-search-a="1" at the start, data-search-b="2" at the end data-search-c="3"',
     ' data-search-é="1" a unicode name',
     '<p data-data-search-exclude="true">',
-    "x data-search-exclude=\"a\nb\" across lines",
+    'x data-search-exclude="a\nb" across lines',
 ]
 
 
@@ -121,10 +121,10 @@ def test_pages_lose_their_search_attributes_without_materials_scan_of_every_page
             return getattr(re, name)
 
         @staticmethod
-        def sub(pattern: str, repl: str, string: str, *args: object, **kwargs: object) -> str:
+        def sub(pattern: str, repl: str, string: str) -> str:
             if "data-search-" in str(pattern):
                 scanned.append(len(string))
-            return re.sub(pattern, repl, string, *args, **kwargs)
+            return re.sub(pattern, repl, string)
 
     monkeypatch.setattr(material_search, "re", CountingRe())
     site = build(str(trace), tmp_path / "site", make_zip=False).site
