@@ -133,3 +133,35 @@ def test_pages_lose_their_search_attributes_without_materials_scan_of_every_page
     for html_page in pages:
         assert "data-search-" not in html_page.read_text(encoding="utf-8"), html_page
     assert scanned == []
+
+
+@pytest.mark.slow
+def test_a_storms_files_reach_the_zip_worker_in_batches_and_zip_as_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The zip made while the site is built gets its files' names a batch per message, and
+    holds the same entries, in the same order, as when each name was a message."""
+    from tlsite.cli import build
+    from tlsite.core import bundle, worker
+    from tlsite.mkdocs_plugin import pipeline, report
+
+    trace = _storm(tmp_path, 20)
+    monkeypatch.setattr(pipeline, "ZIP_WHILE_BUILDING_MIN_BYTES", 0)
+    monkeypatch.setattr(report, "FILES_ASIDE_MIN", 0)  # the storm's files written aside too
+    messages: list[object] = []
+    send = worker.WorkerProcess.send
+
+    def counted(self: worker.WorkerProcess, message: object) -> None:
+        messages.append(message)
+        send(self, message)
+
+    monkeypatch.setattr(worker.WorkerProcess, "send", counted)
+    batched = build(str(trace), tmp_path / "batched", make_zip=True).site
+    names = [m for m in messages if isinstance(m, (str, list)) and "index.html" in str(m)]
+    files = len(_files(batched))
+    assert files > 200
+    assert 0 < len(names) <= files // 16  # the zip's names, many to a message
+    monkeypatch.setattr(bundle, "ZIP_BATCH", 1, raising=False)
+    one_by_one = build(str(trace), tmp_path / "one_by_one", make_zip=True).site
+    assert _zip(batched) == _zip(one_by_one)
+    assert _files(batched) == _files(one_by_one)
