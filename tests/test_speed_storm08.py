@@ -165,3 +165,46 @@ def test_a_storms_files_reach_the_zip_worker_in_batches_and_zip_as_one_by_one(
     one_by_one = build(str(trace), tmp_path / "one_by_one", make_zip=True).site
     assert _zip(batched) == _zip(one_by_one)
     assert _files(batched) == _files(one_by_one)
+
+
+def test_highlighting_ahead_measures_small_artifacts_without_reading_them_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a storm is read, each artifact's code block goes to the highlighter as the page
+    will show it (the same block ``artifact_code`` gives), and no artifact smaller than the
+    cut is read back from the store to be measured."""
+    from tlsite.core import LogSource, load_source
+    from tlsite.core.render.page import INLINE_LIMIT
+    from tlsite.core.render.pages import artifact_code, highlight_ahead
+    from tlsite.core.store import PayloadStore
+
+    trace_path = _storm(tmp_path, 12)
+    submitted: list[object] = []
+
+    class Collecting:
+        def submit(self, block: object) -> str:
+            submitted.append(block)
+            return ""
+
+    read_back: list[int] = []
+    read_bytes = PayloadStore.read_bytes
+
+    def counted(self: PayloadStore, ref: object) -> bytes:
+        data = read_bytes(self, ref)  # type: ignore[arg-type]
+        read_back.append(len(data))
+        return data
+
+    monkeypatch.setattr(PayloadStore, "read_bytes", counted)
+    source = LogSource(trace_path.name, lambda: open(trace_path, "rb"))  # noqa: SIM115
+    trace = load_source(source, on_artifact=highlight_ahead(Collecting()))  # type: ignore[arg-type]
+    during_read = list(read_back)
+    assert len(submitted) >= 12 * 4
+    expected = []
+    for unit in trace.units.values():
+        for artifact in unit.artifacts:
+            shown = artifact_code(trace, artifact)
+            if shown is not None:
+                expected.append(shown[0])
+    assert submitted == expected
+    small = [size for size in during_read if size <= INLINE_LIMIT]
+    assert len(small) < len(submitted) // 4  # (JSON payloads read once to pretty-print)
