@@ -208,3 +208,34 @@ def test_highlighting_ahead_measures_small_artifacts_without_reading_them_back(
     assert submitted == expected
     small = [size for size in during_read if size <= INLINE_LIMIT]
     assert len(small) < len(submitted) // 4  # (JSON payloads read once to pretty-print)
+
+
+def test_a_language_is_looked_up_once_and_highlights_as_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Code of a language the fast lexer lacks (a guard diff) is highlighted by Pygments
+    with its lexer looked up once, not once per block: the same HTML as a lexer looked up
+    for each block gives."""
+    import pygments.lexers
+
+    from tlsite.core.render import highlight
+
+    texts = [f"--- a\n+++ b\n@@ -{n},2 +{n},2 @@\n-x = {n}\n+x = {n + 1}\n" for n in range(40)]
+    highlight._lexer.cache_clear()
+    fresh = [highlight.highlight_html(text, "diff") for text in texts[:1]]
+    looked_up: list[str] = []
+    get_lexer = pygments.lexers.get_lexer_by_name
+
+    def counted(name: str, **options: object) -> object:
+        looked_up.append(name)
+        return get_lexer(name, **options)
+
+    monkeypatch.setattr(pygments.lexers, "get_lexer_by_name", counted)
+    highlight._lexer.cache_clear()
+    html = [highlight.highlight_html(text, "diff") for text in texts]
+    assert looked_up == ["diff"]
+    assert html[0] == fresh[0]
+    assert 'class="gd"' in html[3] and 'class="gi"' in html[3]  # deleted, inserted lines
+    for n, text in enumerate(texts):
+        highlight._lexer.cache_clear()  # a lexer of its own for this block
+        assert highlight.highlight_html(text, "diff") == html[n]

@@ -18,6 +18,7 @@ CSS counters draw the line numbers (not copied with the code).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import os
@@ -26,7 +27,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..store import copy_range, read_slice
 from ..worker import WorkerProcess
@@ -101,15 +102,26 @@ def _plain_lines(text: str) -> str:
     return fastlex.escaped_lines(html.escape(text, quote=False))
 
 
-def _pygments_lines(text: str, lang: str) -> str:
-    from pygments import lex
+@functools.cache
+def _lexer(lang: str) -> Any:
+    """Pygments' lexer of ``lang`` (None: it has none), looked up once per language: the
+    look-up goes through every lexer's names, and a storm's pages ask for it thousands of
+    times (a lexer keeps only its options, and lexes any number of texts)."""
     from pygments.lexers import get_lexer_by_name
-    from pygments.token import STANDARD_TYPES, Token
     from pygments.util import ClassNotFound
 
     try:
-        lexer = get_lexer_by_name(lang, stripnl=False, ensurenl=False)
+        return get_lexer_by_name(lang, stripnl=False, ensurenl=False)
     except ClassNotFound:
+        return None
+
+
+def _pygments_lines(text: str, lang: str) -> str:
+    from pygments import lex
+    from pygments.token import STANDARD_TYPES, Token
+
+    lexer = _lexer(lang)
+    if lexer is None:
         return _plain_lines(text)
 
     def classified() -> Iterator[tuple[str | None, str]]:
