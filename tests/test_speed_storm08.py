@@ -239,3 +239,42 @@ def test_a_language_is_looked_up_once_and_highlights_as_before(
     for n, text in enumerate(texts):
         highlight._lexer.cache_clear()  # a lexer of its own for this block
         assert highlight.highlight_html(text, "diff") == html[n]
+
+
+def test_blocks_go_to_the_highlight_worker_a_batch_per_message(tmp_path: Path) -> None:
+    """Blocks submitted once the workers are started go to them many to a message, the
+    store flushed before each; every one is highlighted as when it was sent alone."""
+    from tlsite.core.render.highlight import SEND_BATCH, CodeBlock, Highlighter
+
+    code = tmp_path / "pack"
+    lines = [f"x_{n} = {n}\n".encode() for n in range(200)]
+    code.write_bytes(b"".join(lines))
+    blocks, offset = [], 0
+    for n, line in enumerate(lines):
+        blocks.append(CodeBlock(str(code), offset, len(line), f"md5-{n}", "python"))
+        offset += len(line)
+    messages: list[object] = []
+    flushes: list[int] = []
+    highlighter = Highlighter(tmp_path / "cache", workers=1)
+    send = highlighter._workers[0].send
+
+    def counted(message: object) -> None:
+        messages.append(message)
+        send(message)
+
+    highlighter._workers[0].send = counted  # type: ignore[method-assign]
+    highlighter.before_sending = lambda: flushes.append(len(messages))
+    try:
+        highlighter.start()
+        for block in blocks:
+            highlighter.submit(block)
+        html = [highlighter.html(block.key, f"b{n}") for n, block in enumerate(blocks)]
+    finally:
+        highlighter.close()
+    assert 0 < len(messages) <= len(blocks) // SEND_BATCH + 1
+    assert len(flushes) == len(messages)
+    alone = Highlighter(tmp_path / "alone", workers=0)
+    try:
+        assert html == [alone.html(alone.submit(b), f"b{n}") for n, b in enumerate(blocks)]
+    finally:
+        alone.close()

@@ -928,7 +928,8 @@ def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], Non
             return  # listed without its code (see unit_page)
         block = artifact_block(trace, artifact)
         if block is not None:
-            trace.store.flush()  # the workers read the code from the pack file
+            # the workers read the code from the pack file: flushed before blocks go to them
+            highlighter.before_sending = trace.store.flush
             highlighter.submit(block)
 
     return submit
