@@ -278,3 +278,44 @@ def test_blocks_go_to_the_highlight_worker_a_batch_per_message(tmp_path: Path) -
         assert html == [alone.html(alone.submit(b), f"b{n}") for n, b in enumerate(blocks)]
     finally:
         alone.close()
+
+
+@pytest.mark.slow
+def test_pages_are_written_while_the_helper_still_writes_the_tlparse_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build does not wait for the helper writing a storm's tlparse files before its
+    first page, only at its end; the zip gets them before the pages all the same: the same
+    entries in the same order as when the build waited for them at once."""
+    from tlsite.cli import build
+    from tlsite.core.files_aside import FilesAside
+    from tlsite.mkdocs_plugin import pipeline, report
+
+    trace = _storm(tmp_path, 20)
+    monkeypatch.setattr(pipeline, "ZIP_WHILE_BUILDING_MIN_BYTES", 0)
+    monkeypatch.setattr(report, "FILES_ASIDE_MIN", 0)
+    pages_written: list[int] = []
+    at_finish: list[int] = []
+    on_post_page = report.ReportPages.on_post_page
+    finish = FilesAside.finish
+
+    def counted(self: report.ReportPages, output: str, page: object, config: object) -> str:
+        pages_written.append(1)
+        return on_post_page(self, output, page, config)
+
+    def finished(self: FilesAside) -> None:
+        at_finish.append(len(pages_written))
+        finish(self)
+
+    monkeypatch.setattr(report.ReportPages, "on_post_page", counted)
+    monkeypatch.setattr(FilesAside, "finish", finished)
+    monkeypatch.setattr(FilesAside, "done", lambda self: False, raising=False)  # not yet
+    late = build(str(trace), tmp_path / "late", make_zip=True).site
+    assert len(at_finish) == 1 and at_finish[0] == len(pages_written) > 20
+    monkeypatch.setattr(FilesAside, "done", lambda self: True, raising=False)  # at once
+    pages_written.clear()
+    at_finish.clear()
+    early = build(str(trace), tmp_path / "early", make_zip=True).site
+    assert at_finish == [0]
+    assert _files(late) == _files(early)
+    assert _zip(late) == _zip(early)
