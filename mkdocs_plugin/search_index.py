@@ -455,8 +455,8 @@ def without_search_attributes(html: str) -> str:
 def index_pages_with(search: Any, config: Any) -> None:
     """Have Material's search plugin ``search`` (its index replaced by a
     :class:`ReportSearchIndex`) index each page with :func:`without_search_attributes` for
-    its pattern: in its place among the ``page_context`` event's handlers, so that it runs
-    when and after what it did."""
+    its pattern, in its place among the ``page_context`` event's handlers (the same order
+    as before: the other plugins' handlers see the page as they did)."""
     handlers = config.plugins.events["page_context"]
     found = [
         at
@@ -476,6 +476,6 @@ def index_pages_with(search: Any, config: Any) -> None:
         return None
 
     handlers[at] = on_page_context
-    origins = config.plugins._event_origins
-    if handler in origins:
+    origins = getattr(config.plugins, "_event_origins", None)  # MkDocs' names for its log
+    if isinstance(origins, dict) and handler in origins:
         origins[on_page_context] = origins[handler]
