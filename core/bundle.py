@@ -487,6 +487,11 @@ def _write_zip_bundle(
         raise
 
 
+#: Files named to the zip's worker in one message: a message apiece woke the thread that
+#: feeds its pipe once per file (a storm's tens of thousands of tlparse files and pages).
+ZIP_BATCH = 64
+
+
 class ZipWriter:
     """The zip bundle of a site, written file by file while the site is still being built.
 
@@ -520,6 +525,7 @@ class ZipWriter:
         self._background = background
         self._worker: WorkerProcess | None = None
         self._input_size = input_size
+        self._names: list[str] = []  # added, not yet handed to the worker
 
     def add(self, path: str | os.PathLike[str]) -> None:
         """Hand ``path`` (inside the site, final) to the worker, which starts with the first
@@ -534,9 +540,16 @@ class ZipWriter:
                 str(self._tmp),
                 "" if self._input_size is None else str(self._input_size),
             )
-        name = os.path.relpath(path, self.site).replace(os.sep, "/")
-        with contextlib.suppress(OSError):  # the worker is gone: finish() says why
-            self._worker.send(name)
+        self._names.append(os.path.relpath(path, self.site).replace(os.sep, "/"))
+        if len(self._names) >= ZIP_BATCH:
+            self._send_names()
+
+    def _send_names(self) -> None:
+        """Hand the names added since the last batch to the worker."""
+        if self._worker is not None and self._names:
+            names, self._names = self._names, []
+            with contextlib.suppress(OSError):  # the worker is gone: finish() says why
+                self._worker.send(names)
 
     def finish(
         self,
@@ -565,6 +578,7 @@ class ZipWriter:
             finally:
                 catalog.close()
         else:
+            self._send_names()
             worker, self._worker = self._worker, None
             try:
                 worker.send(manifest)
@@ -1095,8 +1109,9 @@ def _zip_service(
     then complete the archive with the manifest fields that end the input (see
     :func:`_complete_zip`).
 
-    Answers ``("done", None)``, or ``("failed", why)`` after the first error (it keeps
-    reading names until the end so that the builder never blocks on a full pipe).
+    A message is a name or a list of names. Answers ``("done", None)``, or ``("failed",
+    why)`` after the first error (it keeps reading names until the end so that the builder
+    never blocks on a full pipe).
     """
     failure = None
     level = _WorkerLevel(int(input_size) if input_size else None)
@@ -1104,14 +1119,15 @@ def _zip_service(
     ahead = _Ahead(_ahead_path(Path(tmp)), level.level)
     try:
         with _Zip(Path(tmp), "w", catalog, level.level) as archive:
-            while isinstance(message := inbox.recv(), str):
-                if failure is None:
-                    try:
-                        now = level.see(Path(site), message)
-                        archive.compresslevel = ahead.level = catalog.level = now
-                        _add_site_file(archive, Path(site), message, catalog.digests, ahead)
-                    except Exception as error:
-                        failure = f"{message}: {error}"
+            while isinstance(message := inbox.recv(), (str, list)):
+                for name in [message] if isinstance(message, str) else message:
+                    if failure is None:
+                        try:
+                            now = level.see(Path(site), name)
+                            archive.compresslevel = ahead.level = catalog.level = now
+                            _add_site_file(archive, Path(site), name, catalog.digests, ahead)
+                        except Exception as error:
+                            failure = f"{name}: {error}"
         if failure is None:
             try:
                 _complete_zip(Path(site), Path(tmp), catalog, "a", **message, ahead=ahead)

@@ -42,6 +42,7 @@ class FilesAside:
         below, which must exist (the helper never makes it again once it is gone)."""
         self._worker = WorkerProcess(_SERVICE, pack, root)
         self._batch: list[tuple[str, str, object]] = []
+        self._ended = False
 
     def _hand(self, kind: str, path: str, what: object) -> None:
         self._batch.append((kind, path, what))
@@ -61,12 +62,23 @@ class FilesAside:
         """Write ``text`` to ``dest`` (UTF-8)."""
         self._hand("text", dest, text)
 
-    def finish(self) -> None:
-        """Wait until every file is written; ``OSError`` for the first that could not be."""
+    def end(self) -> None:
+        """Hand nothing more: the helper answers once every file is written (:meth:`done`)."""
         if self._batch:
             self._worker.send(self._batch)
             self._batch = []
-        self._worker.end_input()
+        if not self._ended:
+            self._ended = True
+            self._worker.end_input()
+
+    def done(self) -> bool:
+        """Whether the helper has answered, after :meth:`end` (then :meth:`finish` does not
+        wait)."""
+        return self._ended and self._worker.answers.poll()
+
+    def finish(self) -> None:
+        """Wait until every file is written; ``OSError`` for the first that could not be."""
+        self.end()
         try:
             failure = self._worker.receive()
         except (EOFError, OSError) as error:

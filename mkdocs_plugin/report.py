@@ -34,7 +34,7 @@ from tlsite.core.files_aside import FilesAside
 from tlsite.core.model import Trace
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
-from tlsite.core.render.page import CODE_PLACEHOLDER, Block, insert_parts
+from tlsite.core.render.page import CODE_PLACEHOLDER, Block, HtmlBlock, insert_parts
 from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
 from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef, PayloadStore
@@ -42,7 +42,7 @@ from tlsite.core.store import PayloadRef, PayloadStore
 from .csp import add_csp
 from .deferred_page import DeferredPage, conversions
 from .prepared import PreparedReport, prepare_report
-from .search_index import ReportSearchIndex
+from .search_index import ReportSearchIndex, index_pages_with
 from .site_config import (
     ASSET_DIR,
     CODE_INDEX,
@@ -271,6 +271,7 @@ class ReportPages:
         if blocks is None or self._highlighter is None:
             return add_csp(output, page=page, config=config, head=head)
         highlighter = self._highlighter
+        store = self._store
         after_writing = self.code_after_writing and self._last_to_see(config)
         later: list[tuple[str, str]] = []  # (token, key) of the code put in once written
 
@@ -284,6 +285,10 @@ class ReportPages:
                     later.append((token, block.key))
                     return match.group(0)
                 return highlighter.html(block.key, token)
+            if isinstance(block, HtmlBlock) and block.pack == store.pack_file:
+                # through the store's open reader: opening the pack for each of a storm's
+                # thousands of blocks cost the kernel more than reading them
+                return store.read(PayloadRef("", block.size, block.offset))
             return block.html()
 
         # one pass over the page: replacing block by block copies a big page once per block
@@ -365,8 +370,13 @@ class ReportPages:
             assert self._highlighter is not None
             _put_code(path, blocks, self._highlighter)
         if self._on_file is not None and self._last_page is not None:
-            self._on_file(self._last_page)
+            self._hand_page(self._last_page)
         self._last_page = page
+
+    def _hand_page(self, page: str) -> None:
+        """Tell ``on_file`` that ``page`` is on disk for good."""
+        assert self._on_file is not None
+        self._on_file(page)
 
     def release(self) -> None:
         """Stop the highlight workers (the build is over either way)."""
@@ -386,6 +396,8 @@ class OwnSite(ReportPages):
     def __init__(self, load: Callable[[], tuple[Trace, Any]], **kwargs: Any) -> None:
         super().__init__(load, **kwargs)
         self._stamping = Stamping()
+        #: pages written while a helper still writes the tlparse files (see _hand_page)
+        self._pages_waiting: list[str] = []
 
     def _before_pages(self, files: Files, config: MkDocsConfig) -> None:
         # first, so that a zip bundle written meanwhile has them to compress at once; a
@@ -395,10 +407,35 @@ class OwnSite(ReportPages):
         drop_unread_theme_files(files, config)
 
     def _after_pages(self, files: Files, config: MkDocsConfig) -> None:
-        if self._compat is not None:
-            compat, self._compat = self._compat, None
-            compat.finish()
+        self._compat_written(wait=False)
         self._release_sources()
+
+    def _compat_written(self, *, wait: bool) -> bool:
+        """Whether the tlparse files written aside are all on disk (``wait``: once they
+        are), and handed to ``on_file``, with the pages written meanwhile after them."""
+        compat = self._compat
+        if compat is not None:
+            if not wait and not compat.written_aside():
+                return False
+            self._compat = None
+            compat.finish()
+            waiting, self._pages_waiting = self._pages_waiting, []
+            if self._on_file is not None:
+                for page in waiting:
+                    self._on_file(page)
+        return True
+
+    def _hand_page(self, page: str) -> None:
+        # a storm's pages go to the zip after its tlparse files, as when they were waited
+        # for before the first page: the build goes on while the helper writes them
+        if self._compat_written(wait=False):
+            super()._hand_page(page)
+        else:
+            self._pages_waiting.append(page)
+
+    def on_post_build(self, config: MkDocsConfig) -> None:
+        self._compat_written(wait=True)
+        super().on_post_build(config)
 
     def _release_sources(self) -> None:
         """Forget what the pages and tlparse files were made from, now that they are made.
@@ -423,6 +460,7 @@ class OwnSite(ReportPages):
             search.search_index = ReportSearchIndex(  # type: ignore[union-attr]
                 found_elsewhere=found, **index.config
             )
+            index_pages_with(search, config)
 
     def on_nav(self, files: Files) -> None:
         self._stamping.on_nav(files)

@@ -416,3 +416,66 @@ def _entry(section: _Section, page: Any, search: dict[str, Any]) -> dict[str, An
     if "boost" in search:
         entry["boost"] = search["boost"]
     return entry
+
+
+#: What Material's search plugin removes from every page once it is indexed: its pattern.
+_SEARCH_ATTRIBUTE = re.compile(r"\s?data-search-\w+=\"[^\"]+\"")
+#: The same pattern from its literal on: where an attribute found by its name ends.
+_SEARCH_ATTRIBUTE_FROM_NAME = re.compile(r"data-search-\w+=\"[^\"]+\"")
+_SEARCH_ATTRIBUTE_NAME = "data-search-"
+
+
+def without_search_attributes(html: str) -> str:
+    """``html`` without the ``data-search-*`` attributes, as Material's
+    ``re.sub(_SEARCH_ATTRIBUTE, "", html)`` leaves it.
+
+    Material's pattern starts with an optional space, so the regular expression engine tries
+    it at every character of every page; here each attribute is found by its name
+    (``str.find``) and its pattern is tried there only, with the space before it when the
+    space is not part of the attribute removed before it (the name never overlaps itself).
+    """
+    at = html.find(_SEARCH_ATTRIBUTE_NAME)
+    if at < 0:
+        return html
+    kept: list[str] = []
+    done = 0  # html[:done] is decided
+    while at >= 0:
+        match = _SEARCH_ATTRIBUTE_FROM_NAME.match(html, at)
+        if match is None:
+            at = html.find(_SEARCH_ATTRIBUTE_NAME, at + 1)
+            continue
+        start = at - 1 if at > done and html[at - 1].isspace() else at
+        kept.append(html[done:start])
+        done = match.end()
+        at = html.find(_SEARCH_ATTRIBUTE_NAME, done)
+    kept.append(html[done:])
+    return "".join(kept)
+
+
+def index_pages_with(search: Any, config: Any) -> None:
+    """Have Material's search plugin ``search`` (its index replaced by a
+    :class:`ReportSearchIndex`) index each page with :func:`without_search_attributes` for
+    its pattern, in its place among the ``page_context`` event's handlers (the same order
+    as before: the other plugins' handlers see the page as they did)."""
+    handlers = config.plugins.events["page_context"]
+    found = [
+        at
+        for at, handler in enumerate(handlers)
+        if getattr(handler, "__self__", None) is search and handler.__name__ == "on_page_context"
+    ]
+    if not found:
+        return
+    at = found[0]
+    handler = handlers[at]
+
+    def on_page_context(context: Any, *, page: Any, config: Any, nav: Any) -> Any:
+        if not search.config.enabled:
+            return None
+        search.search_index.add_entry_from_context(page)
+        page.content = without_search_attributes(page.content)
+        return None
+
+    handlers[at] = on_page_context
+    origins = getattr(config.plugins, "_event_origins", None)  # MkDocs' names for its log
+    if isinstance(origins, dict) and handler in origins:
+        origins[on_page_context] = origins[handler]

@@ -92,6 +92,7 @@ def test_highlight_workers_keep_going_while_nobody_asks_for_their_blocks(
         for n, line in enumerate(lines):
             highlighter.submit(CodeBlock(str(code), offset, len(line), f"md5-{n}", "python"))
             offset += len(line)
+        highlighter.start()  # the last blocks submitted, fewer than a batch, go now
         deadline = time.monotonic() + 60
         rendered = 0
         while rendered < len(lines) and time.monotonic() < deadline:

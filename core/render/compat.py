@@ -127,6 +127,14 @@ class CompatWriter:
         else:
             self.on_written(path)
 
+    def written_aside(self) -> bool:
+        """Whether the files handed to the helper are all on disk (:meth:`finish` would not
+        wait for it); the helper is told that no more files come."""
+        if self.aside is None:
+            return True
+        self.aside.end()
+        return self.aside.done()
+
     def finish(self) -> None:
         """Wait for the files written aside, then tell ``on_written`` every file written."""
         if self.aside is None:

@@ -18,15 +18,16 @@ CSS counters draw the line numbers (not copied with the code).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import os
 import threading
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..store import copy_range, read_slice
 from ..worker import WorkerProcess
@@ -101,15 +102,26 @@ def _plain_lines(text: str) -> str:
     return fastlex.escaped_lines(html.escape(text, quote=False))
 
 
-def _pygments_lines(text: str, lang: str) -> str:
-    from pygments import lex
+@functools.cache
+def _lexer(lang: str) -> Any:
+    """Pygments' lexer of ``lang`` (None: it has none), looked up once per language: the
+    look-up goes through every lexer's names, and a storm's pages ask for it thousands of
+    times (a lexer keeps only its options, and lexes any number of texts)."""
     from pygments.lexers import get_lexer_by_name
-    from pygments.token import STANDARD_TYPES, Token
     from pygments.util import ClassNotFound
 
     try:
-        lexer = get_lexer_by_name(lang, stripnl=False, ensurenl=False)
+        return get_lexer_by_name(lang, stripnl=False, ensurenl=False)
     except ClassNotFound:
+        return None
+
+
+def _pygments_lines(text: str, lang: str) -> str:
+    from pygments import lex
+    from pygments.token import STANDARD_TYPES, Token
+
+    lexer = _lexer(lang)
+    if lexer is None:
         return _plain_lines(text)
 
     def classified() -> Iterator[tuple[str | None, str]]:
@@ -185,32 +197,47 @@ class _HtmlPack:
 
 
 def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) -> None:
-    """Worker process: highlight each ``(number, block)`` it is sent into the pack file,
-    answering ``(number, offset, size, head, None)`` (see :meth:`_HtmlPack.add`) or
-    ``(number, 0, 0, -1, why)``, until its input ends."""
+    """Worker process: highlight each ``(number, block)`` it is sent (alone, or a list of
+    them) into the pack file, answering ``(number, offset, size, head, None)`` (see
+    :meth:`_HtmlPack.add`) or ``(number, 0, 0, -1, why)`` (a list of answers for a list),
+    until its input ends."""
     pack = _HtmlPack(pack_path)
     try:
         while True:
             try:
-                number, block = inbox.recv()
+                message = inbox.recv()
             except EOFError:
                 return
-            try:
-                offset, size, head = pack.add(block)
-            except Exception as error:  # the build process renders it again, and raises
-                outbox.send((number, 0, 0, -1, f"{type(error).__name__}: {error}"))
+            if isinstance(message, list):
+                outbox.send([_highlighted(pack, number, block) for number, block in message])
             else:
-                outbox.send((number, offset, size, head, None))
+                outbox.send(_highlighted(pack, *message))
     finally:
         pack.close()
+
+
+def _highlighted(pack: _HtmlPack, number: int, block: CodeBlock) -> tuple[Any, ...]:
+    """A worker's answer for block ``number`` (see :func:`_highlight_service`)."""
+    try:
+        offset, size, head = pack.add(block)
+    except Exception as error:  # the build process renders it again, and raises
+        return (number, 0, 0, -1, f"{type(error).__name__}: {error}")
+    return (number, offset, size, head, None)
+
+
+#: Blocks sent to the workers in one message once they are started: a message apiece woke
+#: this process's threads that feed and read the workers' pipes once per block (a storm's
+#: tens of thousands).
+SEND_BATCH = 32
 
 
 class Highlighter:
     """Highlights blocks ahead of time, in helper processes, and hands back their HTML by key.
 
     Blocks :meth:`submit`-ted before :meth:`start` are held and then sent in submission
-    order; after it, each goes to a worker at once (a build that knows its blocks while it
-    still reads the trace starts the workers first, so the highlighting overlaps reading).
+    order; after it, they go to the workers :data:`SEND_BATCH` at a time (a build that knows
+    its blocks while it still reads the trace starts the workers first, so the highlighting
+    overlaps reading).
     A thread per worker collects its answers as they come (a worker whose answers nobody
     reads stops when their pipe is full); :meth:`html` waits for the block it needs. The
     HTML goes to pack files in ``cache_dir`` (one per worker), not into memory.
@@ -259,7 +286,11 @@ class Highlighter:
         self._own_pack: _HtmlPack | None = None  # what this process renders itself
         self._readers: dict[int, int] = {}  # pack index -> file descriptor
         self._held: list[int] = []
+        self._outgoing: list[int] = []  # submitted since started, not yet sent
         self._started = False
+        #: called before blocks go to the workers (a payload store's flush: the workers
+        #: read the blocks' code from its pack file)
+        self.before_sending: Callable[[], None] | None = None
 
     def submit(self, block: CodeBlock) -> str:
         """Queue ``block`` (once per distinct content) and return its key."""
@@ -272,43 +303,55 @@ class Highlighter:
             self._size_of.append(0)
             self._head_of.append(-1)
             if self._started:
-                self._send(number)
+                self._outgoing.append(number)
+                if len(self._outgoing) >= SEND_BATCH:
+                    self._send_outgoing()
             else:
                 self._held.append(number)
         return key
 
     def start(self) -> None:
-        """Send the held blocks, and from now on each block as it is submitted."""
+        """Send the held blocks, and from now on the blocks submitted, :data:`SEND_BATCH`
+        at a time (and the ones waiting whenever this is called again, or :meth:`html`
+        needs a block)."""
         if not self._started:
             self._started = True
-            for number in self._held:
-                self._send(number)
+            self._outgoing[:0] = self._held
             self._held.clear()
+        self._send_outgoing()
 
-    def _send(self, number: int) -> None:
-        """Hand block ``number`` to the worker with the least code so far (none:
-        :meth:`html` renders it)."""
-        if not self._workers:
+    def _send_outgoing(self) -> None:
+        """Hand the blocks waiting to go to the workers, each to the worker with the least
+        code so far, in one message per worker (no worker: :meth:`html` renders them)."""
+        numbers, self._outgoing = self._outgoing, []
+        if not self._workers or not numbers:
             return
-        least = self._loads.index(min(self._loads))
-        block = self._blocks[number]
-        assert block is not None
+        if self.before_sending is not None:
+            self.before_sending()
+        batches: dict[int, list[tuple[int, CodeBlock]]] = {}
         with self._answered:
-            self._pending[number] = least
-        try:
-            self._workers[least].send((number, block))
-        except OSError:  # a worker that died renders nothing: this process does it
-            with self._answered:
-                self._pending.pop(number, None)
-            return
-        self._loads[least] += block.size
+            for number in numbers:
+                least = self._loads.index(min(self._loads))
+                block = self._blocks[number]
+                assert block is not None
+                self._pending[number] = least
+                self._loads[least] += block.size
+                batches.setdefault(least, []).append((number, block))
+        for worker, batch in batches.items():
+            try:
+                self._workers[worker].send(batch)
+            except OSError:  # a worker that died renders nothing: this process does it
+                with self._answered:
+                    for number, _block in batch:
+                        self._pending.pop(number, None)
+                    self._answered.notify_all()
 
     def _collect(self, worker: int) -> None:
         """Collector thread: record each answer of ``worker`` until it ends (a failure, or
         a block it never answered, is rendered again by :meth:`html`)."""
         while True:
             try:
-                number, offset, size, head, failure = self._workers[worker].receive()
+                answer = self._workers[worker].receive()
             except (EOFError, OSError):  # gone, or closed: the rest is rendered here
                 with self._answered:
                     for other in [n for n, w in self._pending.items() if w == worker]:
@@ -316,9 +359,12 @@ class Highlighter:
                     self._answered.notify_all()
                 return
             with self._answered:
-                self._pending.pop(number, None)
-                if failure is None:
-                    self._rendered(number, worker, offset, size, head)
+                for number, offset, size, head, failure in (
+                    answer if isinstance(answer, list) else [answer]
+                ):
+                    self._pending.pop(number, None)
+                    if failure is None:
+                        self._rendered(number, worker, offset, size, head)
                 self._answered.notify_all()
 
     def _rendered(self, number: int, pack: int, offset: int, size: int, head: int) -> None:
@@ -331,7 +377,7 @@ class Highlighter:
     def _located(self, key: str) -> tuple[int, int]:
         """The block's number and the descriptor of the pack file its HTML is in (waiting
         for its worker, or highlighting it now if no worker did)."""
-        self.start()
+        self.start()  # sends the blocks still waiting to go
         number = self._numbers[key]
         with self._answered:
             self._answered.wait_for(lambda: number not in self._pending)

@@ -41,6 +41,7 @@ from ..limits import ITEMS_PER_SECTION, ROWS, SECTIONS, Shown, shown
 from ..model import BODY_JSON, Artifact, CompileUnit, Event, Trace
 from ..records import is_whole_number, loads_bounded
 from ..stats import FINDING_REASONS, SKIP_REASONS, count_text
+from ..store import PayloadRef
 from . import extra_pages
 from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import is_metrics_page, kernel_stack_traces, pretty_json
@@ -870,9 +871,31 @@ class ReportRenderer:
 def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | None:
     """The code block an artifact's section shows, and the full text it is cut from.
 
-    Called again for the same artifact while the trace is read (to highlight ahead), so it
-    must depend only on the artifact and its payload.
+    Called again for the same artifact while the trace is read (to highlight ahead, see
+    :func:`artifact_block`), so it must depend only on the artifact and its payload.
     """
+    found = _artifact_source(trace, artifact)
+    if found is None:
+        return None
+    source, lexer = found
+    text = trace.store.read(source)
+    return _code_block(trace, source, lexer, len(text)), text
+
+
+def artifact_block(trace: Trace, artifact: Artifact) -> CodeBlock | None:
+    """:func:`artifact_code`'s block, without reading its text back from the store when its
+    size in bytes already says it is not cut (a character is one byte or more): a storm's
+    thousands of small artifacts were each read and decoded only to be measured."""
+    found = _artifact_source(trace, artifact)
+    if found is None:
+        return None
+    source, lexer = found
+    chars = source.size if source.size <= INLINE_LIMIT else len(trace.store.read(source))
+    return _code_block(trace, source, lexer, chars)
+
+
+def _artifact_source(trace: Trace, artifact: Artifact) -> tuple[PayloadRef, str] | None:
+    """The stored text an artifact's section shows, and its lexer (None: no code)."""
     if artifact.is_link or artifact.payload is None:
         return None
     store = trace.store
@@ -882,10 +905,13 @@ def artifact_code(trace: Trace, artifact: Artifact) -> tuple[CodeBlock, str] | N
         source, lexer = store.derived(source, _readable_traces), "text"
     elif artifact.body == BODY_JSON:
         source = store.derived(source, pretty_json)
-    text = store.read(source)
-    head = INLINE_HEAD_LINES if len(text) > INLINE_LIMIT else None
-    block = CodeBlock(store.pack_file, source.offset, source.size, source.md5, lexer, head)
-    return block, text
+    return source, lexer
+
+
+def _code_block(trace: Trace, source: PayloadRef, lexer: str, chars: int) -> CodeBlock:
+    """The block of ``source``'s text, ``chars`` characters long (cut when too long)."""
+    head = INLINE_HEAD_LINES if chars > INLINE_LIMIT else None
+    return CodeBlock(trace.store.pack_file, source.offset, source.size, source.md5, lexer, head)
 
 
 def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], None]:
@@ -900,10 +926,11 @@ def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], Non
         counts[unit] += 1
         if counts[unit] > MAX_ARTIFACT_SECTIONS:
             return  # listed without its code (see unit_page)
-        shown = artifact_code(trace, artifact)
-        if shown is not None:
-            trace.store.flush()  # the workers read the code from the pack file
-            highlighter.submit(shown[0])
+        block = artifact_block(trace, artifact)
+        if block is not None:
+            # the workers read the code from the pack file: flushed before blocks go to them
+            highlighter.before_sending = trace.store.flush
+            highlighter.submit(block)
 
     return submit
 
