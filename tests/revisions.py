@@ -50,6 +50,13 @@ def site_files(site: Path) -> dict[str, bytes]:
     return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
 
 
+def zip_in_order(site: Path) -> list[tuple[str, bytes]]:
+    """The entries of ``site``'s zip (beside it), in the archive's order, by their path
+    below its top folder: two builds meant to write the same archive give the same list."""
+    with zipfile.ZipFile(site.with_name(f"{site.name}.zip")) as bundle:
+        return [(name.split("/", 1)[1], bundle.read(name)) for name in bundle.namelist()]
+
+
 def zip_entries(archive: Path) -> dict[str, bytes]:
     """A zip's entries by their path below its top folder (named after the site)."""
     with zipfile.ZipFile(archive) as bundle:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 from corpus import PROJECT_ROOT
+from revisions import site_files, zip_in_order
 
 from tlsite.core.render import page as page_module
 
@@ -27,15 +27,6 @@ def _storm(folder: Path, compile_ids: int) -> Path:
     make = [sys.executable, str(PROJECT_ROOT / "bench" / "make_trace.py")]
     subprocess.run([*make, "--storm", str(compile_ids), "-o", str(log)], check=True)
     return log
-
-
-def _files(site: Path) -> dict[str, bytes]:
-    return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
-
-
-def _zip(site: Path) -> list[tuple[str, bytes]]:
-    with zipfile.ZipFile(site.with_name(f"{site.name}.zip")) as bundle:
-        return [(name.split("/", 1)[1], bundle.read(name)) for name in bundle.namelist()]
 
 
 @pytest.mark.slow
@@ -158,13 +149,13 @@ def test_a_storms_files_reach_the_zip_worker_in_batches_and_zip_as_one_by_one(
     monkeypatch.setattr(worker.WorkerProcess, "send", counted)
     batched = build(str(trace), tmp_path / "batched", make_zip=True).site
     names = [m for m in messages if isinstance(m, (str, list)) and "index.html" in str(m)]
-    files = len(_files(batched))
+    files = len(site_files(batched))
     assert files > 200
     assert 0 < len(names) <= files // 16  # the zip's names, many to a message
     monkeypatch.setattr(bundle, "ZIP_BATCH", 1, raising=False)
     one_by_one = build(str(trace), tmp_path / "one_by_one", make_zip=True).site
-    assert _zip(batched) == _zip(one_by_one)
-    assert _files(batched) == _files(one_by_one)
+    assert zip_in_order(batched) == zip_in_order(one_by_one)
+    assert site_files(batched) == site_files(one_by_one)
 
 
 def test_highlighting_ahead_measures_small_artifacts_without_reading_them_back(
@@ -317,5 +308,5 @@ def test_pages_are_written_while_the_helper_still_writes_the_tlparse_files(
     at_finish.clear()
     early = build(str(trace), tmp_path / "early", make_zip=True).site
     assert at_finish == [0]
-    assert _files(late) == _files(early)
-    assert _zip(late) == _zip(early)
+    assert site_files(late) == site_files(early)
+    assert zip_in_order(late) == zip_in_order(early)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 from corpus import FIXTURE_TRACES, PROJECT_ROOT, TORCH_213, TRAINING_TRACE_GLOB
-from revisions import assert_built_as_by_base, needs_base_rev
+from revisions import assert_built_as_by_base, needs_base_rev, site_files, zip_in_order
 
 from tlsite.core import load
 from tlsite.core.files_aside import FilesAside
@@ -44,15 +43,6 @@ def _build(trace: Path, out: Path, monkeypatch: pytest.MonkeyPatch, aside_min: i
     return build(str(trace), out, make_zip=True).site
 
 
-def _files(site: Path) -> dict[str, bytes]:
-    return {p.relative_to(site).as_posix(): p.read_bytes() for p in site.rglob("*") if p.is_file()}
-
-
-def _zip(site: Path) -> list[tuple[str, bytes]]:
-    with zipfile.ZipFile(site.with_name(f"{site.name}.zip")) as bundle:
-        return [(name.split("/", 1)[1], bundle.read(name)) for name in bundle.namelist()]
-
-
 @pytest.mark.slow
 def test_a_storms_files_written_aside_are_the_same_files_and_zip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -77,10 +67,10 @@ def test_a_storms_files_written_aside_are_the_same_files_and_zip(
     assert len(handed) >= 24 * 8  # every artifact's file went to the helper
     here = _build(trace, tmp_path / "here", monkeypatch, 10**9)
     assert len(handed) >= 24 * 8
-    files_aside, files_here = _files(aside), _files(here)
+    files_aside, files_here = site_files(aside), site_files(here)
     assert files_aside.keys() == files_here.keys()
     assert [name for name in files_here if files_aside[name] != files_here[name]] == []
-    assert _zip(aside) == _zip(here)
+    assert zip_in_order(aside) == zip_in_order(here)
 
 
 def test_a_file_the_helper_cannot_write_fails_the_build_step(tmp_path: Path) -> None:
