@@ -452,6 +452,30 @@ def without_search_attributes(html: str) -> str:
     return "".join(kept)
 
 
+#: What Material's handler does, as its compiled code names it: index the page, then
+#: ``re.sub`` its pattern out of the content. Another body is not replaced.
+_MATERIALS_HANDLER_NAMES = (
+    "config",
+    "enabled",
+    "search_index",
+    "add_entry_from_context",
+    "re",
+    "sub",
+    "content",
+)
+
+
+def _is_materials_handler(handler: Any) -> bool:
+    """Whether ``handler`` does what :func:`index_pages_with` puts in its place (a Material
+    whose handler does more, or another pattern, keeps its own)."""
+    code = getattr(getattr(handler, "__func__", None), "__code__", None)
+    return (
+        code is not None
+        and code.co_names == _MATERIALS_HANDLER_NAMES
+        and _SEARCH_ATTRIBUTE.pattern in code.co_consts
+    )
+
+
 def index_pages_with(search: Any, config: Any) -> None:
     """Have Material's search plugin ``search`` (its index replaced by a
     :class:`ReportSearchIndex`) index each page with :func:`without_search_attributes` for
@@ -463,8 +487,8 @@ def index_pages_with(search: Any, config: Any) -> None:
         for at, handler in enumerate(handlers)
         if getattr(handler, "__self__", None) is search and handler.__name__ == "on_page_context"
     ]
-    if not found:
-        return
+    if not found or not _is_materials_handler(handlers[found[0]]):
+        return  # another Material, or a handler wrapped: Material's own indexes the pages
     at = found[0]
     handler = handlers[at]
 

@@ -126,6 +126,27 @@ def test_pages_lose_their_search_attributes_without_materials_scan_of_every_page
     assert scanned == []
 
 
+def test_a_material_search_handler_that_does_more_is_kept(tmp_path: Path) -> None:
+    """Material's page handler is replaced only while it is the one whose work the
+    replacement repeats: a Material whose handler does something else keeps its own."""
+    from types import SimpleNamespace
+
+    from material.plugins.search.plugin import SearchPlugin
+
+    from tlsite.mkdocs_plugin.search_index import index_pages_with
+
+    class Changed(SearchPlugin):
+        def on_page_context(self, context, *, page, config, nav):  # type: ignore[no-untyped-def]
+            self.search_index.add_entry_from_context(page)
+            page.content = page.content.replace("x", "y")  # not what ours does
+
+    for plugin, replaced in ((SearchPlugin(), True), (Changed(), False)):
+        events = {"page_context": [plugin.on_page_context]}
+        index_pages_with(plugin, SimpleNamespace(plugins=SimpleNamespace(events=events)))
+        (handler,) = events["page_context"]
+        assert (getattr(handler, "__self__", None) is not plugin) == replaced
+
+
 @pytest.mark.slow
 def test_a_storms_files_reach_the_zip_worker_in_batches_and_zip_as_one_by_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
