@@ -3,6 +3,8 @@ does itself what a highlight worker could not do."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -100,5 +102,40 @@ def test_highlight_workers_keep_going_while_nobody_asks_for_their_blocks(
             packs = (tmp_path / "cache").glob("*.html")
             rendered = sum(p.read_bytes().count(b"<code>") for p in packs)
         assert rendered == len(lines)
+    finally:
+        highlighter.close()
+
+
+def test_blocks_submitted_after_a_highlight_worker_died_are_rendered_here(
+    tmp_path: Path,
+) -> None:
+    """A worker killed (out of memory, say) between two batches: the blocks submitted after
+    it died were sent to it anyway and waited for its answer for ever, hanging the build."""
+    code = tmp_path / "pack"
+    lines = [f"def f_{n}():\n    return {n}\n".encode() for n in range(40)]
+    code.write_bytes(b"".join(lines))
+    blocks, offset = [], 0
+    for n, line in enumerate(lines):
+        blocks.append(CodeBlock(str(code), offset, len(line), f"md5-{n}", "python"))
+        offset += len(line)
+    highlighter = Highlighter(tmp_path / "cache", workers=1)
+    try:
+        highlighter.start()
+        first = highlighter.submit(blocks[0])
+        highlighter.start()
+        assert '<span class="k">def</span>' in highlighter.html(first, "b-0")
+        process = highlighter._workers[0]._process  # killed from outside, as by the OOM killer
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        highlighter._collectors[0].join(timeout=30)  # it saw the worker go
+        keys = [highlighter.submit(block) for block in blocks[1:]]
+        answers: list[str] = []
+        asking = threading.Thread(
+            target=lambda: answers.extend(highlighter.html(k, "b") for k in keys), daemon=True
+        )
+        asking.start()
+        asking.join(timeout=30)
+        assert len(answers) == len(keys)
+        assert all('<span class="k">def</span>' in html for html in answers)
     finally:
         highlighter.close()

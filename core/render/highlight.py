@@ -273,6 +273,7 @@ class Highlighter:
         # shared with the collector threads, under _answered
         self._answered = threading.Condition()
         self._pending: dict[int, int] = {}  # block number -> worker, not answered yet
+        self._gone: set[int] = set()  # workers whose collector ended: sent nothing more
         # by block number: pack index (-1: not rendered), offset, size and head of its HTML
         self._pack_of = array("b")
         self._offset_of = array("q")
@@ -330,8 +331,11 @@ class Highlighter:
             self.before_sending()
         batches: dict[int, list[tuple[int, CodeBlock]]] = {}
         with self._answered:
+            alive = [w for w in range(len(self._workers)) if w not in self._gone]
+            if not alive:  # every worker died: html() renders the blocks here
+                return
             for number in numbers:
-                least = self._loads.index(min(self._loads))
+                least = min(alive, key=self._loads.__getitem__)
                 block = self._blocks[number]
                 assert block is not None
                 self._pending[number] = least
@@ -354,6 +358,7 @@ class Highlighter:
                 answer = self._workers[worker].receive()
             except (EOFError, OSError):  # gone, or closed: the rest is rendered here
                 with self._answered:
+                    self._gone.add(worker)  # and nothing more is sent to it
                     for other in [n for n, w in self._pending.items() if w == worker]:
                         del self._pending[other]
                     self._answered.notify_all()
