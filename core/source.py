@@ -577,13 +577,13 @@ class _Gunzip(io.RawIOBase):
             try:  # in fixed steps, the same on every pass
                 out = self._z.decompress(data, step)
             except zlib.error as exc:
+                out = _decoded_before_error(start, data, step)  # what came before the error
                 if "incorrect data check" in str(exc) or "incorrect length check" in str(exc):
                     self._done = True  # read to the end, but not what was written
                     if GZIP_CRC_MISMATCH not in self._breaks:
                         self._breaks.append(GZIP_CRC_MISMATCH)
-                    break
-                out = _decoded_before_error(start, data, step)
-                self._stop(f"the gzip data is damaged ({exc})", len(out))
+                else:
+                    self._stop(f"the gzip data is damaged ({exc})", len(out))
                 if not out:
                     break
             if out:

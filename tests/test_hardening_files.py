@@ -20,7 +20,7 @@ from pathlib import Path
 
 import py7zr
 import pytest
-from corpus import TLPARSE_INPUTS, TORCH_213, TRAINING_TRACE_GLOB
+from corpus import FIXTURE_TRACES, TLPARSE_INPUTS, TORCH_213, TRAINING_TRACE_GLOB
 
 from tlsite import cli
 from tlsite.cli import build
@@ -379,6 +379,23 @@ def test_a_damaged_gz_says_it_is_damaged_and_the_parse_reads_what_raw_log_holds(
         "the gzip data is damaged: it does not match its CRC; lines after the damage may be garbage"
     ]
     assert trace.stats.total_lines == raw.count(b"\n") + (not raw.endswith(b"\n"))
+    assert trace.stats.findings["input_damaged"] == 1 and not trace.stats.is_clean
+
+
+def test_a_gz_whose_only_damage_is_its_checksum_keeps_every_line(tmp_path: Path) -> None:
+    """A stored CRC-32 changed, every byte of the log intact: the last step decoded before
+    the check failed (kilobytes of lines) was dropped, unreported."""
+    original = (FIXTURE_TRACES / "torch-2.15" / "graph_breaks.log").read_bytes()
+    packed = bytearray(gzip.compress(original, mtime=0))
+    packed[-8] ^= 0xFF  # the trailer's CRC-32
+    damaged = tmp_path / "trace.log.gz"
+    damaged.write_bytes(bytes(packed))
+    with resolve_input(damaged) as resolved:
+        log = resolved.logs[0]
+        assert b"".join(log.chunks()) == original
+        trace = load_source(log)
+        trace.close()
+    assert trace.stats.total_lines == original.count(b"\n")
     assert trace.stats.findings["input_damaged"] == 1 and not trace.stats.is_clean
 
 
