@@ -496,10 +496,11 @@ class ZipWriter:
     """The zip bundle of a site, written file by file while the site is still being built.
 
     Deflating a big report's pages and tlparse files takes seconds of CPU. With
-    ``background``, a :class:`~.worker.WorkerProcess` compresses each file as soon as it is
-    final, on the other core, while this process renders pages (a thread would wait for
-    the GIL at every chunk). :meth:`add` names a file that will not change again;
-    :meth:`finish` has every other file of the site added in path order, the copies that
+    ``background``, a :class:`~.worker.WorkerProcess` compresses the files as they become
+    final (named to it :data:`ZIP_BATCH` at a time), on the other core, while this process
+    renders pages (a thread would wait for the GIL at every chunk). :meth:`add` names a file
+    that will not change again; :meth:`finish` has every other file of the site added in
+    path order, the copies that
     fit (see :func:`_complete_zip`) and the manifest, from the digests taken while
     compressing (:func:`_complete_zip`, in the worker when there is one; they and the
     archive's directory wait on disk, see :class:`_Catalog`), and moves it into

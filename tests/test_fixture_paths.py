@@ -8,6 +8,7 @@ that left a payload's declared MD5 stale (which a report would call damaged).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -75,3 +76,51 @@ def test_scrubbing_keeps_every_payload_readable(tmp_path: Path) -> None:
     scrubbed.write_bytes(scrub(made_here.read_bytes()))
     assert _damaged(scrubbed) == 0
     assert LEFT.search(scrubbed.read_bytes()) is None
+
+
+def _one_record(payload_lines: list[bytes], newline: bytes = b"\n") -> bytes:
+    """A log of one artifact record whose payload is ``payload_lines`` (``b""``: a blank
+    line between them), its MD5 declared as torch declares it."""
+    payload = b"\n".join(line for line in payload_lines if line)
+    md5 = hashlib.md5(payload).hexdigest()
+    head = (
+        'V1129 10:00:00.000000 123 torch/_dynamo/utils.py:1] {"artifact": {"name": "x", '
+        '"encoding": "string"}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0, '
+        f'"has_payload": "{md5}"}}'
+    ).encode()
+    lines = [head] + [b"\t" + line if line else b"" for line in payload_lines]
+    return newline.join(lines) + newline
+
+
+@pytest.mark.parametrize(
+    ("payload", "newline"),
+    [
+        ([b"first", b"", b'File "/work/main/x.py", line 3'], b"\n"),  # a blank line inside
+        ([b'File "/work/main/x.py", line 3', b"", b"last"], b"\n"),
+        ([b'File "/work/main/x.py", line 3', b"last"], b"\r\n"),
+        ([b'File "/work/main/x.py", line 3\r', b"last"], b"\r\n"),  # a CR before the CRLF
+    ],
+)
+def test_a_payload_the_reader_accepts_is_scrubbed_with_a_true_md5(
+    tmp_path: Path, payload: list[bytes], newline: bytes
+) -> None:
+    made_here = tmp_path / "made_here.log"
+    made_here.write_bytes(_one_record(payload, newline))
+    assert _damaged(made_here) == 0
+    scrubbed = tmp_path / "scrubbed.log"
+    scrubbed.write_bytes(scrub(made_here.read_bytes()))
+    assert b"/home/user/tlsite/x.py" in scrubbed.read_bytes()
+    assert LEFT.search(scrubbed.read_bytes()) is None
+    assert _damaged(scrubbed) == 0
+
+
+def test_this_checkouts_own_folder_and_other_homes_are_paths_to_scrub() -> None:
+    # a fixture made from any checkout, or under any home folder, is caught and rewritten
+    repo = str(PROJECT_ROOT).encode()
+    assert (
+        scrub(repo + b"/tests/fixtures/scripts/x.py")
+        == b"/home/user/tlsite/tests/fixtures/scripts/x.py"
+    )
+    for path in (b"/home/alice/src/x.py", b"/Users/bob/x.py", b"/root/x.py"):
+        assert LEFT.search(path), path
+    assert LEFT.search(b"/home/user/tlsite/x.py") is None
