@@ -1110,9 +1110,9 @@ def _zip_service(
     then complete the archive with the manifest fields that end the input (see
     :func:`_complete_zip`).
 
-    A message is a name or a list of names. Answers ``("done", None)``, or ``("failed",
-    why)`` after the first error (it keeps reading names until the end so that the builder
-    never blocks on a full pipe).
+    A message is a list of names. Answers ``("done", None)``, or ``("failed", why)`` after
+    the first error (it keeps reading names until the end so that the builder never blocks
+    on a full pipe).
     """
     # zipfile checksums each entry with the standard library's CRC-32; zlib-ng's gives the
     # same values several times faster (a big site's 260 MB), and this process only writes
@@ -1124,8 +1124,8 @@ def _zip_service(
     ahead = _Ahead(_ahead_path(Path(tmp)), level.level)
     try:
         with _Zip(Path(tmp), "w", catalog, level.level) as archive:
-            while isinstance(message := inbox.recv(), (str, list)):
-                for name in [message] if isinstance(message, str) else message:
+            while isinstance(message := inbox.recv(), list):
+                for name in message:
                     if failure is None:
                         try:
                             now = level.see(Path(site), name)

@@ -53,8 +53,9 @@ def zip_as_the_worker(site: Path, dest: Path, input_size: int) -> None:
         daemon=True,
     )
     service.start()
-    for name in sorted(bundle.site_listing(site), key=lambda name: name.endswith(".html")):
-        to_worker.send(name)
+    names = sorted(bundle.site_listing(site), key=lambda name: name.endswith(".html"))
+    for at in range(0, len(names), bundle.ZIP_BATCH):
+        to_worker.send(names[at : at + bundle.ZIP_BATCH])
     fields = {"trace": "t.log", "version": __version__, "extra": {}}
     to_worker.send({**fields, "copies": copies_linked(site)})
     assert from_worker.poll(120), "the worker did not finish"
