@@ -197,10 +197,9 @@ class _HtmlPack:
 
 
 def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) -> None:
-    """Worker process: highlight each ``(number, block)`` it is sent (alone, or a list of
-    them) into the pack file, answering ``(number, offset, size, head, None)`` (see
-    :meth:`_HtmlPack.add`) or ``(number, 0, 0, -1, why)`` (a list of answers for a list),
-    until its input ends."""
+    """Worker process: highlight each ``(number, block)`` of each list it is sent into the
+    pack file, answering a list of ``(number, offset, size, head, None)`` (see
+    :meth:`_HtmlPack.add`) or ``(number, 0, 0, -1, why)``, until its input ends."""
     pack = _HtmlPack(pack_path)
     try:
         while True:
@@ -208,10 +207,7 @@ def _highlight_service(inbox: Connection, outbox: Connection, pack_path: str) ->
                 message = inbox.recv()
             except EOFError:
                 return
-            if isinstance(message, list):
-                outbox.send([_highlighted(pack, number, block) for number, block in message])
-            else:
-                outbox.send(_highlighted(pack, *message))
+            outbox.send([_highlighted(pack, number, block) for number, block in message])
     finally:
         pack.close()
 
@@ -364,9 +360,7 @@ class Highlighter:
                     self._answered.notify_all()
                 return
             with self._answered:
-                for number, offset, size, head, failure in (
-                    answer if isinstance(answer, list) else [answer]
-                ):
+                for number, offset, size, head, failure in answer:
                     self._pending.pop(number, None)
                     if failure is None:
                         self._rendered(number, worker, offset, size, head)
