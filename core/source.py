@@ -72,7 +72,6 @@ STDIN_NAME = "<stdin>"
 _HEAD_BYTES = 512  # enough for every magic number we look at, including tar's at offset 257
 _CHUNK = 1 << 20
 _MEMBER_STEP = 64 << 10  # bytes decoded per read of compressed data (see _GuardedRaw)
-_SALVAGE_PIECE = 16  # compressed bytes fed at a time to decode up to a break (see _Gunzip)
 _SALVAGE_READ = 256  # bytes read at a time from an archive member up to a break
 _LIST_SHOWN = 10  # candidates/ignored names quoted in one error line before "… and N more"
 
@@ -538,8 +537,8 @@ class _Gunzip(io.RawIOBase):
     Unlike :class:`gzip.GzipFile`, a cut or damaged stream is not an error that loses the
     last buffer: everything that decompressed is returned, then the stream ends and
     ``breaks`` says where. A decoding error loses the step that raised it, so each step starts
-    from a copy of the decoder, and the failed step is decoded again from it in small pieces
-    up to the damage.
+    from a copy of the decoder, and the failed step is decoded again from it a byte at a
+    time up to the damage (or the checksum that failed).
     """
 
     def __init__(
@@ -617,20 +616,15 @@ class _Gunzip(io.RawIOBase):
                 super().close()
 
 
-def _decoded_before_error(
-    decoder: Any, data: bytes, limit: int, piece: int = _SALVAGE_PIECE
-) -> bytes:
+def _decoded_before_error(decoder: Any, data: bytes, limit: int) -> bytes:
     """What ``decoder`` (a copy taken before the step that failed) decodes from ``data`` before
-    the damage, up to ``limit`` bytes: fed a few bytes at a time, then the piece that meets
-    the damage a byte at a time, so that nothing decoded before the bad byte is lost."""
+    the damage, up to ``limit`` bytes: fed a byte at a time, so that nothing decoded before
+    the bad byte is lost (a step is at most :data:`_MEMBER_STEP` bytes of output)."""
     out = bytearray()
-    for at in range(0, len(data), piece):
-        before = decoder.copy() if piece > 1 else decoder
+    for at in range(len(data)):
         try:
-            out += decoder.decompress(data[at : at + piece], limit - len(out))
+            out += decoder.decompress(data[at : at + 1], limit - len(out))
         except zlib.error:
-            if piece > 1:
-                out += _decoded_before_error(before, data[at : at + piece], limit - len(out), 1)
             break
         if len(out) >= limit or decoder.unconsumed_tail or decoder.eof:
             break
