@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
     from tlsite.core import ResolvedInput
+    from tlsite.core.render.highlight import CodeBlock
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -115,3 +116,21 @@ def open_site(browser: Browser) -> Iterator[SiteOpener]:
         yield opener
     finally:
         opener.close()
+
+
+@pytest.fixture
+def code_blocks(tmp_path: Path) -> Callable[[list[bytes]], list[CodeBlock]]:
+    """A Python code block per text given, each a slice of one pack file (as the payload
+    store keeps them), for a :class:`~tlsite.core.render.highlight.Highlighter`."""
+    from tlsite.core.render.highlight import CodeBlock
+
+    def make(texts: list[bytes]) -> list[CodeBlock]:
+        pack = tmp_path / "pack"
+        pack.write_bytes(b"".join(texts))
+        blocks, offset = [], 0
+        for n, text in enumerate(texts):
+            blocks.append(CodeBlock(str(pack), offset, len(text), f"md5-{n}", "python"))
+            offset += len(text)
+        return blocks
+
+    return make

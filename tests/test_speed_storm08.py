@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from corpus import PROJECT_ROOT
 from revisions import site_files, zip_in_order
 
 from tlsite.core.render import page as page_module
+
+if TYPE_CHECKING:
+    from tlsite.core.render.highlight import CodeBlock
 
 
 def _storm(folder: Path, compile_ids: int) -> Path:
@@ -253,18 +258,14 @@ def test_a_language_is_looked_up_once_and_highlights_as_before(
         assert highlight.highlight_html(text, "diff") == html[n]
 
 
-def test_blocks_go_to_the_highlight_worker_a_batch_per_message(tmp_path: Path) -> None:
+def test_blocks_go_to_the_highlight_worker_a_batch_per_message(
+    tmp_path: Path, code_blocks: Callable[[list[bytes]], list[CodeBlock]]
+) -> None:
     """Blocks submitted once the workers are started go to them many to a message, the
     store flushed before each; every one is highlighted as when it was sent alone."""
-    from tlsite.core.render.highlight import SEND_BATCH, CodeBlock, Highlighter
+    from tlsite.core.render.highlight import SEND_BATCH, Highlighter
 
-    code = tmp_path / "pack"
-    lines = [f"x_{n} = {n}\n".encode() for n in range(200)]
-    code.write_bytes(b"".join(lines))
-    blocks, offset = [], 0
-    for n, line in enumerate(lines):
-        blocks.append(CodeBlock(str(code), offset, len(line), f"md5-{n}", "python"))
-        offset += len(line)
+    blocks = code_blocks([f"x_{n} = {n}\n".encode() for n in range(200)])
     messages: list[object] = []
     flushes: list[int] = []
     highlighter = Highlighter(tmp_path / "cache", workers=1)

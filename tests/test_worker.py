@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -80,20 +81,17 @@ def test_a_block_a_worker_cannot_render_is_rendered_here_with_the_real_error(
 
 
 def test_highlight_workers_keep_going_while_nobody_asks_for_their_blocks(
-    tmp_path: Path,
+    tmp_path: Path, code_blocks: Callable[[list[bytes]], list[CodeBlock]]
 ) -> None:
     """Between reading the trace and writing the first page nothing is asked for; the
     workers' answers (thousands at 1 GB) must not fill their pipe and stop them."""
-    code = tmp_path / "pack"
     lines = [f"x_{n} = {n}\n".encode() for n in range(3_000)]
-    code.write_bytes(b"".join(lines))
+    blocks = code_blocks(lines)
     highlighter = Highlighter(tmp_path / "cache", workers=1)
     try:
         highlighter.start()
-        offset = 0
-        for n, line in enumerate(lines):
-            highlighter.submit(CodeBlock(str(code), offset, len(line), f"md5-{n}", "python"))
-            offset += len(line)
+        for block in blocks:
+            highlighter.submit(block)
         highlighter.start()  # the last blocks submitted, fewer than a batch, go now
         deadline = time.monotonic() + 60
         rendered = 0
@@ -107,17 +105,11 @@ def test_highlight_workers_keep_going_while_nobody_asks_for_their_blocks(
 
 
 def test_blocks_submitted_after_a_highlight_worker_died_are_rendered_here(
-    tmp_path: Path,
+    tmp_path: Path, code_blocks: Callable[[list[bytes]], list[CodeBlock]]
 ) -> None:
     """A worker killed (out of memory, say) between two batches: the blocks submitted after
     it died were sent to it anyway and waited for its answer for ever, hanging the build."""
-    code = tmp_path / "pack"
-    lines = [f"def f_{n}():\n    return {n}\n".encode() for n in range(40)]
-    code.write_bytes(b"".join(lines))
-    blocks, offset = [], 0
-    for n, line in enumerate(lines):
-        blocks.append(CodeBlock(str(code), offset, len(line), f"md5-{n}", "python"))
-        offset += len(line)
+    blocks = code_blocks([f"def f_{n}():\n    return {n}\n".encode() for n in range(40)])
     highlighter = Highlighter(tmp_path / "cache", workers=1)
     try:
         highlighter.start()
