@@ -17,6 +17,7 @@ from markupsafe import Markup
 from .. import limits as limits_mod
 from ..handlers import SYMBOLIC_TYPES
 from . import escape
+from .long_tables import cut_long_tables
 
 
 def _md_finalize(value: Any) -> Any:
@@ -81,11 +82,11 @@ def markdown_environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: object) -> str:
-    return environment().get_template(template).render(**context)
+    return cut_long_tables(environment().get_template(template).render(**context))
 
 
 def render_markdown(template: str, **context: object) -> str:
-    return markdown_environment().get_template(template).render(**context)
+    return cut_long_tables(markdown_environment().get_template(template).render(**context))
 
 
 def macro(template: str, name: str) -> Callable[..., str]:

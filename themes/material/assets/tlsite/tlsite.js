@@ -74,9 +74,48 @@
     });
   }
 
+  // A long table comes in pieces (core/render/long_tables.py): the first table with the head,
+  // then tables the browser lays out only near the screen. Each later piece gets the first
+  // one's width and column widths, so the columns line up; measuring lays out the first
+  // piece only, and the widths follow it when the window is resized.
+  function alignPieces(group) {
+    var first = group.querySelector("table");
+    var head = first && first.tHead && first.tHead.rows[0];
+    // a table shown as a list of blocks (all compile ids on a phone) has no columns to follow
+    var columns = head && getComputedStyle(first).display !== "block";
+    var widths = columns ? Array.prototype.map.call(head.cells, function (cell) {
+      return cell.getBoundingClientRect().width;
+    }) : [];
+    var total = columns ? first.getBoundingClientRect().width + "px" : "";
+    group.querySelectorAll(".tlsite-rows-more table").forEach(function (table) {
+      var cols = table.querySelector("colgroup");
+      if (cols) cols.remove();
+      if (columns) {
+        cols = table.insertBefore(document.createElement("colgroup"), table.firstChild);
+        widths.forEach(function (width) {
+          cols.appendChild(document.createElement("col")).style.width = width + "px";
+        });
+      }
+      table.style.tableLayout = columns ? "fixed" : "";
+      table.style.width = total;
+    });
+  }
+
+  function alignAllPieces() {
+    document.querySelectorAll(".tlsite-rows").forEach(alignPieces);
+  }
+
+  var resizing = false;
+  window.addEventListener("resize", function () {
+    if (resizing) return;
+    resizing = true;
+    requestAnimationFrame(function () { resizing = false; alignAllPieces(); });
+  });
+
   function bindAll() {
     document.querySelectorAll("li.trie-node").forEach(bindNode);
     bindRankSearch();
+    alignAllPieces();
     showLine();
   }
 

@@ -1,0 +1,190 @@
+"""A long table (a storm's list of compile ids) comes in pieces the browser lays out lazily.
+
+Material's scripts measured a page of thousands of rows several times while it loaded, each
+time laying out the whole table: a storm's "All compile ids" page took seconds to answer a
+click (bench/README.md, "Long list pages"). Past ``PIECE_ROWS`` rows a table is cut into
+pieces, each later one in a ``content-visibility: auto`` box. What a user checks: every row
+is still there, in order, and found; the pieces line up as one table; a link to a row in a
+late piece shows that row. Real traces have at most a few dozen compile ids, so the browser
+tests build them with pieces of a few rows.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.corpus import FIXTURE_TRACES
+from tlsite.core.render import long_tables
+from tlsite.core.render.long_tables import PIECE_ROWS, cut_long_tables
+from tlsite.core.render.templating import render
+
+
+def _table(rows: int, cell: str = "x") -> str:
+    body = "".join(f'<tr id="r{n}"><td>{n}</td><td>{cell}</td></tr>\n' for n in range(rows))
+    head = "<thead><tr><th>N</th><th>Cell</th></tr></thead>"
+    return f"<table>\n{head}\n<tbody>\n{body}</tbody>\n</table>"
+
+
+class _Tables(HTMLParser):
+    """The tables of a page: their rows' ids, whether each has a head, and each table's
+    nearest ``div`` class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[dict] = []
+        self._divs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "div":
+            self._divs.append(found.get("class") or "")
+        elif tag == "table":
+            box = self._divs[-1] if self._divs else ""
+            self.tables.append({"rows": [], "head": False, "box": box})
+        elif tag == "thead":
+            self.tables[-1]["head"] = True
+        elif tag == "tr" and "id" in found:
+            self.tables[-1]["rows"].append(found["id"])
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "div":
+            self._divs.pop()
+
+
+def _parse(html: str) -> list[dict]:
+    parser = _Tables()
+    parser.feed(html)
+    return parser.tables
+
+
+def test_a_long_table_is_cut_into_pieces_that_keep_every_row_in_order() -> None:
+    rows = 2 * PIECE_ROWS + 7
+    tables = _parse(cut_long_tables(f"<p>before</p>\n{_table(rows)}\n<p>after</p>"))
+    assert [len(t["rows"]) for t in tables] == [PIECE_ROWS, PIECE_ROWS, 7]
+    assert [r for t in tables for r in t["rows"]] == [f"r{n}" for n in range(rows)]
+    assert [t["head"] for t in tables] == [True, False, False]
+    assert [t["box"] for t in tables] == ["tlsite-rows", "tlsite-rows-more", "tlsite-rows-more"]
+    # a skipped piece is given a height from its rows, for the scroll bar
+    heights = re.findall(r"contain-intrinsic-size: auto (\d+)px", cut_long_tables(_table(rows)))
+    assert [int(h) for h in heights] == [PIECE_ROWS * long_tables.ROW_PX, 7 * long_tables.ROW_PX]
+
+
+def test_short_tables_and_tables_holding_tables_stay_whole() -> None:
+    short = _table(PIECE_ROWS)
+    assert cut_long_tables(short) == short
+    nested = _table(PIECE_ROWS + 1, cell="<table><tr><td>in</td></tr></table>")
+    assert cut_long_tables(nested) == nested
+
+
+def test_templates_cut_their_long_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cut is where templates render, so the Markdown tree has it too (plain MkDocs)."""
+    monkeypatch.setattr(long_tables, "PIECE_ROWS", 2)
+    rows = [
+        {
+            "display": f"[0/{n}]",
+            "dirname": f"-_0_{n}_0",
+            "href": f"-_0_{n}_0/index.html",
+            "status": None,
+            "function": "f",
+            "seconds": None,
+            "artifacts": [],
+            "groups": [],
+            "more_artifacts": 0,
+        }
+        for n in range(5)
+    ]
+    tables = _parse(render("compile_ids_table.html", rows=rows))
+    assert [t["rows"] for t in tables] == [
+        ["-_0_0_0", "-_0_1_0"],
+        ["-_0_2_0", "-_0_3_0"],
+        ["-_0_4_0"],
+    ]
+
+
+# -- in the browser, on real traces -----------------------------------------------------------
+
+TRACES = [
+    FIXTURE_TRACES / "torch-2.4" / "graph_breaks.log",
+    FIXTURE_TRACES / "torch-2.15" / "graph_breaks.log",
+]
+PIECE = 5
+
+# Each table of the compile ids page: its rows' ids and texts, its columns' left edges and
+# widths (from the first row), and whether the browser may skip its box.
+TABLES = """() => [...document.querySelectorAll(".tlsite-compile-ids table")].map(table => {
+  const row = table.tBodies[0].rows[0];
+  const box = table.closest(".tlsite-rows-more");
+  return {ids: [...table.tBodies[0].rows].map(r => r.id),
+          columns: [...row.cells].map(c => { const r = c.getBoundingClientRect();
+                                              return [Math.round(r.left), Math.round(r.width)]; }),
+          lazy: box ? getComputedStyle(box).contentVisibility : null};
+})"""
+
+
+@pytest.fixture(scope="module", params=TRACES, ids=lambda p: p.parent.name)
+def pieces_site(request, tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """The trace's site, built with tables cut into pieces of ``PIECE`` rows."""
+    from tlsite.cli import build
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(long_tables, "PIECE_ROWS", PIECE)
+        out = tmp_path_factory.mktemp("pieces") / "site"
+        build(str(request.param), out, make_zip=False)
+    return out
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_pieces_read_as_one_table_with_every_compile_id(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
+    page, report = open_site(pieces_site / "compile_ids.html")
+    page.wait_for_timeout(200)  # tlsite.js aligns the pieces once Material has mounted
+    tables = page.evaluate(TABLES)
+    assert len(tables) >= 3
+    # every compile id, in the trace's order, each once, as the site's folders have them
+    ids = [i for t in tables for i in t["ids"]]
+    folders = sorted(p.name for p in pieces_site.glob("-_*") if (p / "index.html").exists())
+    assert sorted(ids) == folders and len(set(ids)) == len(ids)
+    assert all(len(t["ids"]) == PIECE for t in tables[:-1])
+    # the later pieces have the first one's columns, and only they may be skipped
+    assert all(t["columns"] == tables[0]["columns"] for t in tables[1:])
+    assert [t["lazy"] for t in tables] == [None] + ["auto"] * (len(tables) - 1)
+    # the browser's find reaches the last compile id
+    last = page.evaluate("(id) => document.getElementById(id).cells[0].textContent", ids[-1])
+    assert page.evaluate("(s) => window.find(s)", last)
+    assert report.console_errors == [] and report.outside_requests == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_link_to_a_row_of_a_late_piece_shows_it(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
+    last = sorted(pieces_site.glob("-_*"))[-1].name
+    page, report = open_site(pieces_site / "compile_ids.html", fragment=last)
+    page.wait_for_timeout(300)
+    top, bottom, height = page.evaluate(
+        """(id) => { const r = document.getElementById(id).getBoundingClientRect();
+                     return [r.top, r.bottom, innerHeight]; }""",
+        last,
+    )
+    assert 0 <= top < height and bottom > 0
+    assert report.console_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_on_a_phone_the_pieces_follow_the_list_layout(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
+    """On a phone all compile ids is a list of blocks: no column widths are forced on it."""
+    page, _ = open_site(pieces_site / "compile_ids.html")
+    page.wait_for_timeout(200)
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.wait_for_timeout(300)  # the resize handler runs on the next frame
+    styles = page.evaluate(
+        """() => [...document.querySelectorAll(".tlsite-rows-more table")].map(t =>
+             [t.style.width, t.style.tableLayout, !!t.querySelector("colgroup")])"""
+    )
+    assert styles and all(s == ["", "", False] for s in styles)
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - innerWidth")
+    assert overflow <= 0
