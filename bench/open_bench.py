@@ -17,6 +17,7 @@ code blocks' highlighting spans; the code blocks), to show what the time is spen
 
     python bench/open_bench.py SITE/index.html SITE/-_3_0_0/index.html TLPARSE/big.html
     python bench/open_bench.py --ablate --repeat 3 small=SITE/index.html  # what it costs
+    python bench/open_bench.py --repeat 3 --largest 5 SITE --largest 5 SITE2  # any slow page
 """
 
 from __future__ import annotations
@@ -157,9 +158,24 @@ def table(targets: list[Target], repeat: int, version: str) -> str:
     return "\n".join([head, *(_row(t) for t in targets)])
 
 
+def largest_pages(site: Path, count: int) -> list[Path]:
+    """The ``count`` largest HTML pages of ``site`` (the pages most likely to open slowly),
+    largest first; tlparse's own files (`*/*.html` beside a compile page) are pages too."""
+    pages = [p for p in site.rglob("*.html") if p.name != "404.html"]
+    return sorted(pages, key=lambda p: (-p.stat().st_size, p.as_posix()))[:count]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("pages", nargs="+", help="HTML files, optionally LABEL=PATH")
+    parser.add_argument("pages", nargs="*", help="HTML files, optionally LABEL=PATH")
+    parser.add_argument(
+        "--largest",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("N", "SITE"),
+        help="also open the N largest HTML pages of SITE (repeatable)",
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quiet", type=int, default=500, help="ms free of long tasks")
     parser.add_argument("--timeout", type=float, default=60.0)
@@ -172,6 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.pages:
         label, _, path = spec.rpartition("=")
         targets.append(Target(label or spec, Path(path).resolve()))
+    for count, site in args.largest:
+        for page in largest_pages(Path(site), int(count)):
+            label = f"{Path(site).name}/{page.relative_to(site).as_posix()}"
+            targets.append(Target(label, page.resolve()))
+    if not targets:
+        parser.error("give pages or --largest N SITE")
     copies: list[Target] = []
     if args.ablate:
         for target in list(targets):
