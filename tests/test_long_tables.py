@@ -69,7 +69,8 @@ def test_a_long_table_is_cut_into_pieces_that_keep_every_row_in_order() -> None:
     assert [t["head"] for t in tables] == [True, False, False]
     assert [t["box"] for t in tables] == ["tlsite-rows", "tlsite-rows-more", "tlsite-rows-more"]
     # a skipped piece is given a height from its rows, for the scroll bar
-    heights = re.findall(r"contain-intrinsic-size: auto (\d+)px", cut_long_tables(_table(rows)))
+    cut = cut_long_tables(_table(rows))
+    heights = re.findall(r"contain-intrinsic-block-size: auto (\d+)px", cut)
     assert [int(h) for h in heights] == [PIECE_ROWS * long_tables.ROW_PX, 7 * long_tables.ROW_PX]
 
 
@@ -188,3 +189,65 @@ def test_on_a_phone_the_pieces_follow_the_list_layout(pieces_site, open_site) ->
     assert styles and all(s == ["", "", False] for s in styles)
     overflow = page.evaluate("() => document.documentElement.scrollWidth - innerWidth")
     assert overflow <= 0
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_on_a_phone_a_table_in_pieces_scrolls_sideways_as_one(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
+    """Material gives each table a scroll box of its own; the pieces share one."""
+    page, report = open_site(pieces_site / "compile_time.html")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.wait_for_timeout(300)
+    lefts = page.evaluate(
+        """() => {
+          const group = document.querySelector(".tlsite-rows");
+          const tables = [...group.querySelectorAll("table")];
+          tables[1].scrollIntoView();
+          const cell = t => t.tBodies[0].rows[0].cells[1];
+          const left = () => tables.map(t => cell(t).getBoundingClientRect().left);
+          const before = left();
+          group.scrollLeft = 100;
+          return {before, after: left(), wide: group.scrollWidth > group.clientWidth,
+                  page: document.documentElement.scrollWidth - innerWidth};
+        }"""
+    )
+    assert lefts["wide"] and lefts["page"] <= 0  # the table scrolls in its box, not the page
+    assert len(set(lefts["before"])) == 1 and len(set(lefts["after"])) == 1
+    assert lefts["after"][0] < lefts["before"][0]
+    assert report.console_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_printed_pieces_are_laid_out_at_the_papers_width(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
+    """On paper no piece is skipped, and none keeps the screen's widths (it would be cut)."""
+    page, _ = open_site(pieces_site / "compile_time.html")
+    page.wait_for_timeout(300)  # the screen's widths are set
+    page.emulate_media(media="print")
+    page.wait_for_timeout(100)
+    pieces = page.evaluate(
+        """() => [...document.querySelectorAll(".tlsite-rows")].map(group => {
+          const first = group.querySelector("table").getBoundingClientRect().width;
+          return [...group.querySelectorAll(".tlsite-rows-more")].map(box => [
+            getComputedStyle(box).contentVisibility,
+            Math.round(box.querySelector("table").getBoundingClientRect().width - first)]);
+        })"""
+    )
+    assert pieces and all(p == ["visible", 0] for group in pieces for p in group)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_pieces_follow_the_first_when_it_changes_size(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
+    """The first piece changes size without the window doing so (web fonts arriving, a site
+    that embeds the report): the later pieces take its new widths."""
+    page, _ = open_site(pieces_site / "compile_ids.html")
+    page.wait_for_timeout(200)
+    before = page.evaluate(TABLES)[0]["columns"]
+    page.evaluate(
+        """() => { document.querySelector(".tlsite-rows table").style.fontSize = "1rem"; }"""
+    )
+    page.wait_for_timeout(300)
+    tables = page.evaluate(TABLES)
+    assert tables[0]["columns"] != before  # the first piece did change
+    assert all(t["columns"] == tables[0]["columns"] for t in tables[1:])

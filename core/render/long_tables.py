@@ -55,7 +55,7 @@ def _cut(table: re.Match[str]) -> str:
         rows = body[start:end]
         height = ROW_PX * len(_ROW.findall(rows)) + LINE_PX * len(_LINE.findall(rows))
         out.append(
-            f'<div class="tlsite-rows-more" style="contain-intrinsic-size: auto {height}px">'
+            f'<div class="tlsite-rows-more" style="contain-intrinsic-block-size: auto {height}px">'
             f"<table><tbody>{rows}</tbody></table></div>"
         )
     out.append("</div>")

@@ -77,7 +77,7 @@
   // A long table comes in pieces (core/render/long_tables.py): the first table with the head,
   // then tables the browser lays out only near the screen. Each later piece gets the first
   // one's width and column widths, so the columns line up; measuring lays out the first
-  // piece only, and the widths follow it when the window is resized.
+  // piece only, and the widths follow it whenever it changes size (window, fonts, phone).
   function alignPieces(group) {
     var first = group.querySelector("table");
     var head = first && first.tHead && first.tHead.rows[0];
@@ -101,16 +101,20 @@
     });
   }
 
-  function alignAllPieces() {
-    document.querySelectorAll(".tlsite-rows").forEach(alignPieces);
-  }
-
-  var resizing = false;
-  window.addEventListener("resize", function () {
-    if (resizing) return;
-    resizing = true;
-    requestAnimationFrame(function () { resizing = false; alignAllPieces(); });
+  var firstPieces = window.ResizeObserver && new ResizeObserver(function (entries) {
+    entries.forEach(function (entry) { alignPieces(entry.target.closest(".tlsite-rows")); });
   });
+
+  function alignAllPieces() {
+    document.querySelectorAll(".tlsite-rows").forEach(function (group) {
+      var first = group.querySelector("table");
+      if (firstPieces && first) {
+        firstPieces.observe(first); // it calls alignPieces now and at every change of size
+      } else {
+        alignPieces(group);
+      }
+    });
+  }
 
   function bindAll() {
     document.querySelectorAll("li.trie-node").forEach(bindNode);
