@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import marshal
 import os
 import re
-import shutil
 import sqlite3
 import threading
 import zipfile
@@ -47,7 +45,7 @@ _T = TypeVar("_T")
 #: GitHub's limit for a file attached to an issue: "25 MB", read as the smaller, decimal
 #: megabytes (a zip of 25.9 MB under a limit of 25 MiB was called attachable).
 GITHUB_ATTACHMENT_LIMIT = 25_000_000
-#: The zip's entries are deflated by zlib-ng (:func:`_open_entry`): deflate streams any unzip
+#: The zip's entries are deflated by zlib-ng (:func:`_deflate_entry`): deflate streams any unzip
 #: reads, each level used here smaller than what zipfile's own zlib made at the level it
 #: replaces (zlib's 1 and 6), in less CPU.
 #: A fast level, for a zip expected to stay under the attachment limit at it: a zip smaller
@@ -166,24 +164,38 @@ class _Entry(NamedTuple):
 
 
 def _deflate_entry(path: str, name: str, level: int | None, hashed: bool = True) -> _Entry:
-    """``path`` as the zip entry ``name`` deflated at ``level`` in memory, with its digest
-    (unless not ``hashed``); with no ``level``, only its digest. The file is read and
-    deflated in the same chunks wherever the entry goes (a deflate stream may differ with
-    how its input is cut), so an entry is the same bytes as one written in place; each chunk
-    is read, hashed and deflated with the GIL released, so a few of these run on threads."""
+    """``path`` as the zip entry ``name`` deflated by zlib-ng at ``level`` in memory, with
+    its digest (unless not ``hashed``); with no ``level``, only its digest.
+
+    The entry is what :meth:`zipfile.ZipFile.open` writes to a seekable archive (its local
+    header with the sizes and CRC-32, then a raw deflate stream), its file read and deflated
+    in chunks of the same size wherever it goes (a deflate stream may differ with how its
+    input is cut). Each chunk is read, hashed, checksummed and deflated with the GIL released,
+    and there is little Python around them: a few entries are deflated at once on threads.
+    """
     if level is None:
         return _Entry(None, b"", _file_digest(path))
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as scratch:
-        info = _entry_info(name, level)
-        digest = None
-        with open(path, "rb") as source, _open_entry(scratch, info) as target:
-            if hashed:
-                digest = _read_digest(source, copy_to=target.write)
-            else:
-                shutil.copyfileobj(source, target, _CHUNK)
-        data = buffer.getvalue()
-    return _Entry(info, data, digest)
+    info = _entry_info(name, level)
+    compressor = zlib_ng.compressobj(level, zlib_ng.DEFLATED, -15)  # a raw stream, as zipfile's
+    sha256 = hashlib.sha256() if hashed else None
+    parts = [b""]  # the local header, once the sizes are known
+    crc = size = 0
+    with open(path, "rb") as source:
+        while chunk := source.read(_CHUNK):
+            crc = zlib_ng.crc32(chunk, crc)
+            if sha256 is not None:
+                sha256.update(chunk)
+            parts.append(compressor.compress(chunk))
+            size += len(chunk)
+    parts.append(compressor.flush())
+    info.file_size, info.CRC = size, crc
+    info.compress_size = sum(map(len, parts))
+    if max(size, info.compress_size) > zipfile.ZIP64_LIMIT:  # as zipfile refuses it
+        raise RuntimeError(f"{name}: a file too large for a zip entry without ZIP64")
+    info.flag_bits = 0
+    parts[0] = info.FileHeader(False)
+    digest = None if sha256 is None else Digest.of(size, sha256.digest())
+    return _Entry(info, b"".join(parts), digest)
 
 
 def _put(archive: zipfile.ZipFile, entry: _Entry) -> None:
@@ -198,21 +210,6 @@ def _put(archive: zipfile.ZipFile, entry: _Entry) -> None:
     archive.filelist.append(info)
     archive.NameToInfo[info.filename] = info
     archive._didModify = True  # type: ignore[attr-defined]
-
-
-def _open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
-    """``archive.open(info, "w")``, deflating with zlib-ng at ``info``'s level (zipfile
-    deflates with the standard library's zlib and has no way to choose another)."""
-    target = archive.open(info, "w")
-    if not hasattr(target, "_compressor"):  # a zipfile that names it otherwise: say so
-        target.close()
-        raise RuntimeError("this Python's zipfile has no _compressor: tlsite cannot deflate")
-    target._compressor = zlib_ng.compressobj(  # type: ignore[attr-defined]
-        info._compresslevel,  # type: ignore[attr-defined]
-        zlib_ng.DEFLATED,
-        -15,  # a raw deflate stream, as zipfile's own compressor writes
-    )
-    return target
 
 
 class _Deflater:
@@ -1276,10 +1273,6 @@ def _zip_service(
     the order they came; a deferred file waits for those before it (whether it is deflated
     ahead depends on what the archive holds by then).
     """
-    # zipfile checksums each entry with the standard library's CRC-32; zlib-ng's gives the
-    # same values several times faster (a big site's 260 MB), and this process only writes
-    # this archive
-    zipfile.crc32 = zlib_ng.crc32  # type: ignore[attr-defined]
     failure = None
     level = _WorkerLevel(int(input_size) if input_size else None)
     catalog = _Catalog(_catalog_path(Path(tmp)))
