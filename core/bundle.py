@@ -28,6 +28,7 @@ from collections.abc import (
     MutableMapping,
     Sequence,
 )
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple, TypeVar
 
@@ -37,7 +38,6 @@ from .source import printable_name
 from .worker import WorkerProcess
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
     from multiprocessing.connection import Connection
 
 _T = TypeVar("_T")
@@ -220,23 +220,42 @@ class _Deflater:
     built) are deflated at once and wait in memory until the archive takes them."""
 
     def __init__(self, site: Path) -> None:
-        from concurrent.futures import ThreadPoolExecutor  # a build without a zip starts none
-
         self.site = site
         self._pool = ThreadPoolExecutor(ZIP_THREADS, thread_name_prefix="tlsite-zip")
         #: the files handed over early: the level each was begun at, and its entry
         self._early: dict[str, tuple[int, Future[_Entry]]] = {}
         self._handed: set[str] = set()  # every file handed over early
+        self._batch: list[tuple[str, int, Future[_Entry]]] = []  # not yet sent to the threads
 
-    def early(self, name: str, level: int) -> None:
-        """Begin deflating the site file ``name`` (final) at ``level`` now."""
+    def early(self, name: str, level: int, size: int) -> None:
+        """Deflate the site file ``name`` (final, ``size`` bytes) at ``level`` soon: files
+        go to the threads :data:`ZIP_BATCH` at a time (a task apiece woke a thread, which then
+        waited for the GIL, once per file), a big one at once."""
         if name not in self._handed:
             self._handed.add(name)
-            self._early[name] = (level, self.submit(self._deflate, name, level, True))
+            future: Future[_Entry] = Future()
+            self._early[name] = (level, future)
+            self._batch.append((name, level, future))
+            if len(self._batch) >= ZIP_BATCH or size >= _CHUNK:
+                self._send_batch()
+
+    def _send_batch(self) -> None:
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._pool.submit(self._deflate_batch, batch)
+
+    def _deflate_batch(self, batch: list[tuple[str, int, Future[_Entry]]]) -> None:
+        for name, level, future in batch:
+            if future.set_running_or_notify_cancel():  # not cancelled by close()
+                try:
+                    future.set_result(self._deflate(name, level, True))
+                except BaseException as error:
+                    future.set_exception(error)
 
     def start(self, name: str, level: int | None, hashed: bool = True) -> Future[_Entry]:
         """Begin the entry of ``name`` at ``level`` (None: its digest only), or take the one
         begun early at that level (kept for later when only its digest is asked for)."""
+        self._send_batch()
         begun = self._early.get(name)
         if begun is not None and level in (None, begun[0]):
             if level is not None:
@@ -280,7 +299,10 @@ class _Deflater:
 
     def close(self) -> None:
         """Stop the threads (a file being deflated is finished first, in the background)."""
+        for _, future in self._early.values():
+            future.cancel()
         self._early.clear()
+        self._batch.clear()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -657,12 +679,13 @@ class ZipWriter:
         are, are under the attachment limit (past it, it may be left out)."""
         if not self._background and self._worker is None:
             name = os.path.relpath(path, self.site).replace(os.sep, "/")
-            self._handed_bytes += os.stat(path).st_size
+            size = os.stat(path).st_size
+            self._handed_bytes += size
             if _deferred(name) and self._handed_bytes > GITHUB_ATTACHMENT_LIMIT:
                 return
             if self._deflater is None:
                 self._deflater = _Deflater(self.site)
-            self._deflater.early(name, self._level.see(self.site, name))
+            self._deflater.early(name, self._level.see(self.site, name), size)
             return
         if self._worker is None:
             self._background = False  # started once

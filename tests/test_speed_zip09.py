@@ -79,10 +79,10 @@ def test_a_small_builds_files_are_deflated_as_they_become_final_and_once(
     finishing: list[bool] = []
     early, deflate, finish = bundle._Deflater.early, bundle._deflate_entry, ZipWriter.finish
 
-    def spied_early(self: Any, name: str, level: int) -> None:
+    def spied_early(self: Any, name: str, *rest: int) -> None:
         if not finishing:
             begun_before_finish.append(name)
-        early(self, name, level)
+        early(self, name, *rest)
 
     def spied_deflate(path: str, name: str, level: int | None, *rest: Any) -> Any:
         if level is not None:
