@@ -728,13 +728,12 @@ class ZipWriter:
         }
         if self._worker is None:
             catalog = _Catalog(_catalog_path(self._tmp))
-            deflater, self._deflater = self._deflater, None
+            deflater, self._deflater = self._deflater or _Deflater(self.site), None
             try:
                 _complete_zip(self.site, self._tmp, catalog, "w", **manifest, deflater=deflater)
             finally:
                 catalog.close()
-                if deflater is not None:
-                    deflater.close()
+                deflater.close()
         else:
             self._send_names()
             worker, self._worker = self._worker, None
@@ -773,8 +772,8 @@ def _complete_zip(
     version: str,
     extra: dict[str, Any],
     copies: Collection[str],
+    deflater: _Deflater,
     ahead: _Ahead | None = None,
-    deflater: _Deflater | None = None,
 ) -> None:
     """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the copies.
 
@@ -785,27 +784,10 @@ def _complete_zip(
     the input's (see :data:`INPUT_COPIES`); the manifest says which were left out, and why,
     once per group (``left_out_of_zip``: ``{group: {"why": ..., "files": [...]}}``). ``ahead``
     holds the files deflated while the site was built (see :class:`_Ahead`); ``deflater``
-    (one of its own if None) deflates the others, a few at once, and has those handed over
-    early. An archive started here is deflated at the level the finished site calls for
-    (see :func:`_site_level`); one appended to keeps its own.
+    deflates the others, a few at once, and has those handed over early. An archive started
+    here is deflated at the level the finished site calls for (see :func:`_site_level`); one
+    appended to keeps its own.
     """
-    if deflater is None:
-        deflater = _Deflater(site)
-        try:
-            return _complete_zip(
-                site,
-                tmp,
-                catalog,
-                mode,
-                trace=trace,
-                version=version,
-                extra=extra,
-                copies=copies,
-                ahead=ahead,
-                deflater=deflater,
-            )
-        finally:
-            deflater.close()
     listing = catalog.list_site(site)
     digests = catalog.digests
     folder = str(site)
