@@ -15,9 +15,10 @@ import json
 import marshal
 import os
 import re
-import shutil
 import sqlite3
+import threading
 import zipfile
+from collections import deque
 from collections.abc import (
     Callable,
     Collection,
@@ -27,8 +28,9 @@ from collections.abc import (
     MutableMapping,
     Sequence,
 )
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple, TypeVar
 
 from zlib_ng import zlib_ng
 
@@ -38,10 +40,12 @@ from .worker import WorkerProcess
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
+_T = TypeVar("_T")
+
 #: GitHub's limit for a file attached to an issue: "25 MB", read as the smaller, decimal
 #: megabytes (a zip of 25.9 MB under a limit of 25 MiB was called attachable).
 GITHUB_ATTACHMENT_LIMIT = 25_000_000
-#: The zip's entries are deflated by zlib-ng (:func:`_open_entry`): deflate streams any unzip
+#: The zip's entries are deflated by zlib-ng (:func:`_deflate_entry`): deflate streams any unzip
 #: reads, each level used here smaller than what zipfile's own zlib made at the level it
 #: replaces (zlib's 1 and 6), in less CPU.
 #: A fast level, for a zip expected to stay under the attachment limit at it: a zip smaller
@@ -56,6 +60,12 @@ SMALL_LEVEL = 7
 #: this expects under the limit has pages that fit at either level; only copies can be at stake.
 FAST_ZIP_PER_INPUT_BYTE = 0.8
 _CHUNK = 1 << 20  # what a file is read in, to hash and deflate it
+#: The threads that deflate a zip's entries: zlib-ng's deflate, SHA-256 and reading a file
+#: release the GIL, so that two files are deflated at once on two cores.
+ZIP_THREADS = 2
+#: The most entries begun ahead of the one the archive takes next (each waits in memory,
+#: deflated, until its turn).
+_WINDOW = 2 * ZIP_THREADS
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # deterministic archives: same input, same bytes
 _FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (for .7z)
 
@@ -137,34 +147,163 @@ def _add_to_zip(
 ) -> Digest:
     """Deflate ``path`` into ``archive`` as ``name`` (at ``level``, or else the archive's);
     return its size and SHA-256."""
-    info = _entry_info(name, archive.compresslevel if level is None else level)
-    with open(path, "rb") as source, _open_entry(archive, info) as target:
-        return _read_digest(source, copy_to=target.write)
+    entry = _deflate_entry(str(path), name, archive.compresslevel if level is None else level)
+    _put(archive, entry)
+    return _hashed(name, entry.digest)
 
 
-def _open_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
-    """``archive.open(info, "w")``, deflating with zlib-ng at ``info``'s level (zipfile
-    deflates with the standard library's zlib and has no way to choose another)."""
-    target = archive.open(info, "w")
-    if not hasattr(target, "_compressor"):  # a zipfile that names it otherwise: say so
-        target.close()
-        raise RuntimeError("this Python's zipfile has no _compressor: tlsite cannot deflate")
-    target._compressor = zlib_ng.compressobj(  # type: ignore[attr-defined]
-        info._compresslevel,  # type: ignore[attr-defined]
-        zlib_ng.DEFLATED,
-        -15,  # a raw deflate stream, as zipfile's own compressor writes
-    )
-    return target
+class _Entry(NamedTuple):
+    """A site file as a zip entry deflated apart from the archive: its local header and data
+    (``data``, the bytes the archive gets where the entry goes), its record for the archive's
+    directory (``info``; None for a file only hashed) and the file's digest (None when not
+    taken)."""
+
+    info: zipfile.ZipInfo | None
+    data: bytes
+    digest: Digest | None
 
 
-def _deflate_into(
-    archive: zipfile.ZipFile, path: str | Path, name: str, level: int | None = None
-) -> None:
-    """:func:`_add_to_zip` of a file whose digest was taken already (read in the same
-    chunks, so the entry's bytes are the same)."""
-    info = _entry_info(name, archive.compresslevel if level is None else level)
-    with open(path, "rb") as source, _open_entry(archive, info) as target:
-        shutil.copyfileobj(source, target, _CHUNK)
+def _deflate_entry(path: str, name: str, level: int | None, hashed: bool = True) -> _Entry:
+    """``path`` as the zip entry ``name`` deflated by zlib-ng at ``level`` in memory, with
+    its digest (unless not ``hashed``); with no ``level``, only its digest.
+
+    The entry is what :meth:`zipfile.ZipFile.open` writes to a seekable archive (its local
+    header with the sizes and CRC-32, then a raw deflate stream), its file read and deflated
+    in chunks of the same size wherever it goes (a deflate stream may differ with how its
+    input is cut). Each chunk is read, hashed, checksummed and deflated with the GIL released,
+    and there is little Python around them: a few entries are deflated at once on threads.
+    """
+    if level is None:
+        return _Entry(None, b"", _file_digest(path))
+    info = _entry_info(name, level)
+    compressor = zlib_ng.compressobj(level, zlib_ng.DEFLATED, -15)  # a raw stream, as zipfile's
+    sha256 = hashlib.sha256() if hashed else None
+    parts = [b""]  # the local header, once the sizes are known
+    crc = size = 0
+    with open(path, "rb") as source:
+        while chunk := source.read(_CHUNK):
+            crc = zlib_ng.crc32(chunk, crc)
+            if sha256 is not None:
+                sha256.update(chunk)
+            parts.append(compressor.compress(chunk))
+            size += len(chunk)
+    parts.append(compressor.flush())
+    info.file_size, info.CRC = size, crc
+    info.compress_size = sum(map(len, parts))
+    if max(size, info.compress_size) > zipfile.ZIP64_LIMIT:  # as zipfile refuses it
+        raise RuntimeError(f"{name}: a file too large for a zip entry without ZIP64")
+    info.flag_bits = 0
+    parts[0] = info.FileHeader(False)
+    digest = None if sha256 is None else Digest.of(size, sha256.digest())
+    return _Entry(info, b"".join(parts), digest)
+
+
+def _put(archive: zipfile.ZipFile, entry: _Entry) -> None:
+    """Append ``entry`` (deflated apart) where ``archive``'s next entry goes: the same bytes
+    as writing it there (its local header does not say where it is)."""
+    info = entry.info
+    assert info is not None and archive.fp is not None
+    archive.fp.seek(archive.start_dir)
+    info.header_offset = archive.start_dir
+    archive.fp.write(entry.data)
+    archive.start_dir = archive.fp.tell()
+    archive.filelist.append(info)
+    archive.NameToInfo[info.filename] = info
+    archive._didModify = True  # type: ignore[attr-defined]
+
+
+class _Deflater:
+    """A site's files deflated into zip entries (:func:`_deflate_entry`) on
+    :data:`ZIP_THREADS` threads, a few ahead of the archive, which puts each in its place in
+    the order it writes them (:meth:`in_order`): the same archive, byte for byte, as one
+    deflated a file after the other. Files handed over :meth:`early` (while the site is
+    built) are deflated at once and wait in memory until the archive takes them."""
+
+    def __init__(self, site: Path) -> None:
+        self.site = site
+        self._pool = ThreadPoolExecutor(ZIP_THREADS, thread_name_prefix="tlsite-zip")
+        #: the files handed over early: the level each was begun at, and its entry
+        self._early: dict[str, tuple[int, Future[_Entry]]] = {}
+        self._handed: set[str] = set()  # every file handed over early
+        self._batch: list[tuple[str, int, Future[_Entry]]] = []  # not yet sent to the threads
+
+    def early(self, name: str, level: int, size: int) -> None:
+        """Deflate the site file ``name`` (final, ``size`` bytes) at ``level`` soon: files
+        go to the threads :data:`ZIP_BATCH` at a time (a task apiece woke a thread, which then
+        waited for the GIL, once per file), a big one at once."""
+        if name not in self._handed:
+            self._handed.add(name)
+            future: Future[_Entry] = Future()
+            self._early[name] = (level, future)
+            self._batch.append((name, level, future))
+            if len(self._batch) >= ZIP_BATCH or size >= _CHUNK:
+                self._send_batch()
+
+    def _send_batch(self) -> None:
+        if self._batch:
+            batch, self._batch = self._batch, []
+            self._pool.submit(self._deflate_batch, batch)
+
+    def _deflate_batch(self, batch: list[tuple[str, int, Future[_Entry]]]) -> None:
+        for name, level, future in batch:
+            if future.set_running_or_notify_cancel():  # not cancelled by close()
+                try:
+                    future.set_result(self._deflate(name, level, True))
+                except BaseException as error:
+                    future.set_exception(error)
+
+    def start(self, name: str, level: int | None, hashed: bool = True) -> Future[_Entry]:
+        """Begin the entry of ``name`` at ``level`` (None: its digest only), or take the one
+        begun early at that level (kept for later when only its digest is asked for)."""
+        self._send_batch()
+        begun = self._early.get(name)
+        if begun is not None and level in (None, begun[0]):
+            if level is not None:
+                del self._early[name]
+            return begun[1]
+        return self.submit(self._deflate, name, level, hashed)
+
+    def stale(self, name: str, entry: _Entry) -> bool:
+        """Whether ``entry`` was begun early and the file has changed size since (it was
+        handed over before it was final): then it is forgotten."""
+        if name not in self._handed or entry.digest is None:
+            return False
+        if os.stat(os.path.join(self.site, name)).st_size == entry.digest.size:
+            return False
+        self._early.pop(name, None)
+        self._handed.discard(name)
+        return True
+
+    def _deflate(self, name: str, level: int | None, hashed: bool) -> _Entry:
+        path = os.path.join(self.site, name)  # text: see _relative_files
+        return _deflate_entry(path, f"{self.site.name}/{name}", level, hashed)
+
+    def submit(self, function: Callable[..., _T], *args: Any) -> Future[_T]:
+        """Run ``function(*args)`` on one of the threads."""
+        return self._pool.submit(function, *args)
+
+    def in_order(
+        self, names: Iterable[str], begin: Callable[[str], Future[_T]]
+    ) -> Iterator[tuple[str, _T]]:
+        """Each of ``names`` with what ``begin`` began for it, in their order, at most
+        :data:`_WINDOW` begun ahead of the one given back."""
+        pending: deque[tuple[str, Future[_T]]] = deque()
+        for name in names:
+            pending.append((name, begin(name)))
+            if len(pending) > _WINDOW:
+                name, future = pending.popleft()
+                yield name, future.result()
+        while pending:
+            name, future = pending.popleft()
+            yield name, future.result()
+
+    def close(self) -> None:
+        """Stop the threads (a file being deflated is finished first, in the background)."""
+        for _, future in self._early.values():
+            future.cancel()
+        self._early.clear()
+        self._batch.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _file_digest(path: str | Path) -> Digest:
@@ -498,16 +637,17 @@ class ZipWriter:
     Deflating a big report's pages and tlparse files takes seconds of CPU. With
     ``background``, a :class:`~.worker.WorkerProcess` compresses the files as they become
     final (named to it :data:`ZIP_BATCH` at a time), on the other core, while this process
-    renders pages (a thread would wait for the GIL at every chunk). :meth:`add` names a file
-    that will not change again; :meth:`finish` has every other file of the site added in
-    path order, the copies that
-    fit (see :func:`_complete_zip`) and the manifest, from the digests taken while
-    compressing (:func:`_complete_zip`, in the worker when there is one; they and the
-    archive's directory wait on disk, see :class:`_Catalog`), and moves it into
-    place. Without files handed over early, the entries are in path order, and the same site
-    always gives the same bytes.
+    renders pages, its entries in the order they were handed over. Without, the files
+    handed over are deflated at once on threads of this process (:class:`_Deflater`), and
+    wait in memory: :meth:`finish` writes the archive in path order from the finished site,
+    taking each entry deflated early that is at the level the site calls for (a small
+    trace's: at most a few MB). :meth:`add` names a file that will not change again;
+    :meth:`finish` adds every other file of the site, the copies that fit and the manifest
+    (see :func:`_complete_zip`, in the worker when there is one; the digests and the
+    archive's directory wait on disk, see :class:`_Catalog`), and moves it into place.
+    Without a worker the same site always gives the same bytes, whatever was handed over.
 
-    The worker deflates before the site is complete, at the level its input's size
+    Files are deflated before the site is complete at the level its input's size
     (``input_size``, bytes of the trace's logs) calls for (see :class:`_WorkerLevel`);
     without a worker the level is chosen from the finished site.
     """
@@ -527,13 +667,27 @@ class ZipWriter:
         self._worker: WorkerProcess | None = None
         self._input_size = input_size
         self._names: list[str] = []  # added, not yet handed to the worker
+        self._deflater: _Deflater | None = None  # without a worker, once a file is added
+        self._level = _WorkerLevel(input_size)  # of the files deflated early
+        self._handed_bytes = 0  # of the files handed over so far, as they are
 
     def add(self, path: str | os.PathLike[str]) -> None:
         """Hand ``path`` (inside the site, final) to the worker, which starts with the first
-        file (not before: while a big trace is read, an idle worker only took memory)."""
-        if self._worker is None:
-            if not self._background:
+        file (not before: while a big trace is read, an idle worker only took memory), or
+        without one, begin deflating it on this process's threads: a file that goes in only if
+        it fits (see :func:`_deferred`) only while the files handed over so far, as they
+        are, are under the attachment limit (past it, it may be left out)."""
+        if not self._background and self._worker is None:
+            name = os.path.relpath(path, self.site).replace(os.sep, "/")
+            size = os.stat(path).st_size
+            self._handed_bytes += size
+            if _deferred(name) and self._handed_bytes > GITHUB_ATTACHMENT_LIMIT:
                 return
+            if self._deflater is None:
+                self._deflater = _Deflater(self.site)
+            self._deflater.early(name, self._level.see(self.site, name), size)
+            return
+        if self._worker is None:
             self._background = False  # started once
             self._worker = WorkerProcess(
                 "tlsite.core.bundle:_zip_service",
@@ -574,10 +728,12 @@ class ZipWriter:
         }
         if self._worker is None:
             catalog = _Catalog(_catalog_path(self._tmp))
+            deflater, self._deflater = self._deflater or _Deflater(self.site), None
             try:
-                _complete_zip(self.site, self._tmp, catalog, "w", **manifest)
+                _complete_zip(self.site, self._tmp, catalog, "w", **manifest, deflater=deflater)
             finally:
                 catalog.close()
+                deflater.close()
         else:
             self._send_names()
             worker, self._worker = self._worker, None
@@ -598,6 +754,9 @@ class ZipWriter:
         if self._worker is not None:
             self._worker.kill()
             self._worker = None
+        if self._deflater is not None:
+            self._deflater.close()
+            self._deflater = None
         self._tmp.unlink(missing_ok=True)
         _catalog_path(self._tmp).unlink(missing_ok=True)
         _ahead_path(self._tmp).unlink(missing_ok=True)
@@ -613,6 +772,7 @@ def _complete_zip(
     version: str,
     extra: dict[str, Any],
     copies: Collection[str],
+    deflater: _Deflater,
     ahead: _Ahead | None = None,
 ) -> None:
     """Add to ``tmp`` every file of ``site`` it lacks, then the manifest and the copies.
@@ -623,9 +783,10 @@ def _complete_zip(
     first tlparse's ``copies`` of what the compile pages show (:data:`ARTIFACT_COPIES`), then
     the input's (see :data:`INPUT_COPIES`); the manifest says which were left out, and why,
     once per group (``left_out_of_zip``: ``{group: {"why": ..., "files": [...]}}``). ``ahead``
-    holds the files deflated while the site was built (see :class:`_Ahead`). An archive
-    started here is deflated at the level the finished site calls for (see
-    :func:`_site_level`); one appended to keeps its own.
+    holds the files deflated while the site was built (see :class:`_Ahead`); ``deflater``
+    deflates the others, a few at once, and has those handed over early. An archive started
+    here is deflated at the level the finished site calls for (see :func:`_site_level`); one
+    appended to keeps its own.
     """
     listing = catalog.list_site(site)
     digests = catalog.digests
@@ -649,11 +810,10 @@ def _complete_zip(
     copies = groups[ARTIFACT_COPIES]
     optional = {name for names in groups.values() for name in names}
     with _Zip(tmp, mode, catalog, level) as archive:
-        for name in catalog.undigested():  # in listing order
-            _add_site_file(archive, site, name, digests)
-        for name in listing:  # the deferred files that are not copies of what a page shows
-            if _deferred(name) and name not in optional:
-                _add_deferred(archive, site, name, ahead)
+        _put_files(archive, deflater, catalog.undigested(), digests)  # in listing order
+        # the deferred files that are not copies of what a page shows
+        rest = (name for name in listing if _deferred(name) and name not in optional)
+        _put_deferred(archive, deflater, rest, ahead)
     del archive  # before the archive is opened again, below
     everything = [name for names in groups.values() for name in names]
     # the manifest goes in too: a line per file, shorter for each file left out
@@ -701,23 +861,51 @@ def _complete_zip(
     _write_manifest(site, chunks)
     with _Zip(tmp, "a", catalog, level) as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
-        for name in kept:
-            if name in smaller:
-                _add_deferred(archive, site, name, None, SMALL_LEVEL)
-            else:
-                _add_deferred(archive, site, name, ahead)
+        _put_deferred(archive, deflater, kept, ahead, smaller)
 
 
-def _add_deferred(
-    archive: _Zip, site: Path, name: str, ahead: _Ahead | None, level: int | None = None
+def _put_files(
+    archive: zipfile.ZipFile,
+    deflater: _Deflater,
+    names: Iterable[str],
+    digests: MutableMapping[str, Digest],
 ) -> None:
-    """Add the deferred file ``name`` at the end: as it was deflated ``ahead``, if it was,
-    else deflated now (at ``level``, or else the archive's; not hashed again: its digest
-    was taken when it was listed, and only that one goes in the manifest)."""
-    if ahead is not None and name in ahead:
-        ahead.copy_into(archive, name)
-    else:
-        _deflate_into(archive, os.path.join(site, name), f"{site.name}/{name}", level)
+    """Deflate the site files ``names`` into ``archive`` in that order, recording each one's
+    digest; the deferred ones (see :func:`_add_site_file`) are only hashed."""
+    level = archive.compresslevel
+
+    def begin(name: str) -> Future[_Entry]:
+        return deflater.start(name, None if _deferred(name) else level)
+
+    for name, entry in deflater.in_order(names, begin):
+        if deflater.stale(name, entry):
+            entry = begin(name).result()
+        digests[name] = _hashed(name, entry.digest)
+        if not _deferred(name):
+            _put(archive, entry)
+
+
+def _put_deferred(
+    archive: zipfile.ZipFile,
+    deflater: _Deflater,
+    names: Iterable[str],
+    ahead: _Ahead | None,
+    smaller: Collection[str] = (),
+) -> None:
+    """Add the deferred files ``names`` at the end, in that order: each as it was deflated
+    ``ahead``, if it was, else deflated now (those ``smaller`` at :data:`SMALL_LEVEL`, the
+    others at the archive's level; not hashed again: its digest was taken when it was
+    listed, and only that one goes in the manifest)."""
+
+    def begin(name: str) -> Future[_Entry]:
+        if name in smaller:
+            return deflater.start(name, SMALL_LEVEL, hashed=False)
+        if ahead is not None and name in ahead:
+            return deflater.submit(ahead.entry, name)
+        return deflater.start(name, archive.compresslevel, hashed=False)
+
+    for _, entry in deflater.in_order(names, begin):
+        _put(archive, entry)
 
 
 def _group_estimate(site: Path, names: list[str], level: int, ahead: _Ahead | None) -> int:
@@ -752,10 +940,10 @@ class _Ahead:
         self._file = open(path, "w+b")  # noqa: SIM115 (closed by close())
         self.path = path
         self.level = level  # the archive's
-        self._zip = zipfile.ZipFile(self._file, "w")
-        self._zip.NameToInfo = _NoNames()
-        #: each file deflated ahead: its entry (header offset in the side file), its end there
-        self._entries: dict[str, tuple[zipfile.ZipInfo, int]] = {}
+        #: each file deflated ahead: its entry's record, where its bytes are in the side file
+        #: and how many
+        self._entries: dict[str, tuple[zipfile.ZipInfo, int, int]] = {}
+        self._reading = threading.Lock()  # the side file is read by the deflater's threads
         #: the input's copies handed over so far, deflated (or as estimated, when not deflated)
         self._deflated = 0
         #: the compile's files deflated so far
@@ -792,36 +980,34 @@ class _Ahead:
             if self._deflated + estimate > bet:
                 self._deflated += estimate  # the copies after it are bet on as after it
                 return None
-        start = self._zip.start_dir
-        info = _entry_info(f"{site.name}/{name}", self.level)
-        with open(path, "rb") as source, _open_entry(self._zip, info) as target:
-            digest = _read_digest(source, copy_to=target.write)
-        self._entries[name] = (info, self._zip.start_dir)
+        entry = _deflate_entry(path, f"{site.name}/{name}", self.level)
+        assert entry.info is not None
+        self._entries[name] = (entry.info, self._file.seek(0, os.SEEK_END), len(entry.data))
+        self._file.write(entry.data)
         if copy:
-            self._deflated += self._zip.start_dir - start
+            self._deflated += len(entry.data)
         else:
-            self._artifacts += self._zip.start_dir - start
-        self._zip.filelist.clear()  # the entries are kept here, with their ends
-        return digest
+            self._artifacts += len(entry.data)
+        return entry.digest
 
     def size(self, names: Iterable[str]) -> int:
         """What the files of ``names`` deflated ahead take in the zip (headers included)."""
         total = 0
         for name in names:
             if name in self._entries:
-                info, end = self._entries[name]
-                total += end - info.header_offset + zipfile.sizeCentralDir
+                info, _, length = self._entries[name]
+                total += length + zipfile.sizeCentralDir
                 total += len(info.filename.encode("utf-8"))  # its directory record's name
         return total
 
-    def copy_into(self, archive: _Zip, name: str) -> None:
-        """Append the entry of ``name`` to ``archive`` as it was deflated ahead."""
-        info, end = self._entries[name]
-        self._file.seek(info.header_offset)
-        archive.append_entry(info, self._file, end - info.header_offset)
+    def entry(self, name: str) -> _Entry:
+        """The entry of ``name`` as it was deflated ahead (read on any thread)."""
+        info, offset, length = self._entries[name]
+        with self._reading:
+            self._file.seek(offset)
+            return _Entry(info, self._file.read(length), None)
 
     def close(self) -> None:
-        self._zip.close()  # an empty directory, never read: the file is removed
         self._file.close()
         self.path.unlink(missing_ok=True)
 
@@ -1022,35 +1208,10 @@ class _Zip(zipfile.ZipFile):
         """Mode "a": the entries are in the catalog; the directory starts where it ended."""
         self.start_dir = self._catalog.start_dir
 
-    def append_entry(self, info: zipfile.ZipInfo, source: BinaryIO, length: int) -> None:
-        """Append an entry written elsewhere: ``length`` bytes of ``source`` (from where it
-        is), its local header and data, whose offset in this archive ``info`` gets."""
-        assert self.fp is not None
-        self.fp.seek(self.start_dir)
-        info.header_offset = self.start_dir
-        shutil.copyfileobj(_Limited(source, length), self.fp)
-        self.start_dir = self.fp.tell()
-        self.filelist.append(info)
-        self._didModify = True
-
     def close(self) -> None:
         if self.fp is not None:
             super().close()
             self._catalog.start_dir = self.start_dir
-
-
-class _Limited:
-    """The next ``length`` bytes of ``source``, for :func:`shutil.copyfileobj`."""
-
-    def __init__(self, source: BinaryIO, length: int) -> None:
-        self._source = source
-        self._left = length
-
-    def read(self, size: int = -1) -> bytes:
-        size = self._left if size < 0 else min(size, self._left)
-        chunk = self._source.read(size)
-        self._left -= len(chunk)
-        return chunk
 
 
 def _add_site_file(
@@ -1112,16 +1273,34 @@ def _zip_service(
 
     A message is a list of names. Answers ``("done", None)``, or ``("failed", why)`` after
     the first error (it keeps reading names until the end so that the builder never blocks
-    on a full pipe).
+    on a full pipe). A run of files that go in as they come (pages, not deferred: see
+    :func:`_add_site_file`) is deflated a few at once (:class:`_Deflater`), the entries in
+    the order they came; a deferred file waits for those before it (whether it is deflated
+    ahead depends on what the archive holds by then).
     """
-    # zipfile checksums each entry with the standard library's CRC-32; zlib-ng's gives the
-    # same values several times faster (a big site's 260 MB), and this process only writes
-    # this archive
-    zipfile.crc32 = zlib_ng.crc32  # type: ignore[attr-defined]
     failure = None
     level = _WorkerLevel(int(input_size) if input_size else None)
     catalog = _Catalog(_catalog_path(Path(tmp)))
     ahead = _Ahead(_ahead_path(Path(tmp)), level.level)
+    deflater = _Deflater(Path(site))
+    pending: deque[tuple[str, Future[_Entry]]] = deque()  # begun, in the order they came
+
+    def put_pending(keep: int) -> None:
+        """Put the entries begun into the archive, in order, until ``keep`` are left (all are
+        dropped after a failure)."""
+        nonlocal failure
+        while len(pending) > keep and failure is None:
+            name, future = pending.popleft()
+            try:
+                entry = future.result()
+                if name not in catalog.digests:  # handed over twice: it is in once
+                    catalog.digests[name] = _hashed(name, entry.digest)
+                    _put(archive, entry)
+            except Exception as error:
+                failure = f"{name}: {error}"
+        if failure is not None:
+            pending.clear()
+
     try:
         with _Zip(Path(tmp), "w", catalog, level.level) as archive:
             while isinstance(message := inbox.recv(), list):
@@ -1130,17 +1309,26 @@ def _zip_service(
                         try:
                             now = level.see(Path(site), name)
                             archive.compresslevel = ahead.level = catalog.level = now
-                            _add_site_file(archive, Path(site), name, catalog.digests, ahead)
+                            if _deferred(name) or name == MANIFEST_NAME:
+                                put_pending(0)
+                                _add_site_file(archive, Path(site), name, catalog.digests, ahead)
+                            else:
+                                pending.append((name, deflater.start(name, now)))
+                                put_pending(_WINDOW)
                         except Exception as error:
                             failure = f"{name}: {error}"
+            put_pending(0)
         if failure is None:
             try:
-                _complete_zip(Path(site), Path(tmp), catalog, "a", **message, ahead=ahead)
+                _complete_zip(
+                    Path(site), Path(tmp), catalog, "a", **message, ahead=ahead, deflater=deflater
+                )
             except Exception as error:
                 failure = f"completing the archive: {error}"
     finally:
         catalog.close()
         ahead.close()
+        deflater.close()
     outbox.send(("done", None) if failure is None else ("failed", failure))
 
 

@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from tlsite.core.multirank import RankSummary
 
 #: From this trace size on, the zip bundle is compressed during the build by a worker
-#: process; below it, the process start costs more than the overlap saves.
+#: process; below it, the process start costs more than the overlap saves, and the files are
+#: deflated by threads of the build process as they become final.
 ZIP_WHILE_BUILDING_MIN_BYTES = 16 * 1024 * 1024
 #: From this trace size on, code is highlighted by worker processes while the trace is read.
 HIGHLIGHT_AHEAD_MIN_BYTES = 16 * 1024 * 1024
@@ -134,12 +135,15 @@ def build(
 
 
 def _zip_while_building(logs: list[LogSource], site: Path, fmt: str) -> ZipWriter | None:
-    """For a big trace's (or job's) zip bundle, a writer that compresses each file of
-    ``site`` in a helper process as soon as it is final, while the rest is built."""
-    size = sum(log.size_hint or 0 for log in logs)
-    if fmt != "zip" or size < ZIP_WHILE_BUILDING_MIN_BYTES:
+    """For a zip bundle, a writer that compresses each file of ``site`` as soon as it is
+    final, while the rest is built: a big trace's (or job's) in a helper process."""
+    if fmt != "zip":
         return None
-    return ZipWriter(site, site.with_name(f"{site.name}.zip"), input_size=size)
+    size = sum(log.size_hint or 0 for log in logs)
+    background = size >= ZIP_WHILE_BUILDING_MIN_BYTES
+    return ZipWriter(
+        site, site.with_name(f"{site.name}.zip"), background=background, input_size=size
+    )
 
 
 def _bundle(site: Path, fmt: str, made: _Site, zipper: ZipWriter | None) -> tuple[Path | None, int]:

@@ -66,26 +66,22 @@ def zip_as_the_worker(site: Path, dest: Path, input_size: int) -> None:
 
 @contextlib.contextmanager
 def deflated_now() -> Iterator[list[str]]:
-    """Within: the site files the zip deflates (``bundle._add_to_zip``, and
-    ``bundle._deflate_into`` for a file whose digest was taken already), by path in the site,
-    as it deflates them (not those copied in as deflated ahead)."""
+    """Within: the site files the zip deflates (``bundle._deflate_entry`` with a level: not
+    those only hashed), by path in the site, as it deflates them (not those copied in as
+    deflated ahead). They may be deflated on the zip's threads."""
     names: list[str] = []
-    originals = {name: getattr(bundle, name) for name in ("_add_to_zip", "_deflate_into")}
+    original = bundle._deflate_entry
 
-    def spy(original: Any) -> Any:
-        def spied(archive: Any, path: str | Path, name: str, *level: int) -> Any:
+    def spied(path: str, name: str, level: int | None, *hashed: bool) -> Any:
+        if level is not None:
             names.append(name.split("/", 1)[1])
-            return original(archive, path, name, *level)
+        return original(path, name, level, *hashed)
 
-        return spied
-
-    for name, original in originals.items():
-        setattr(bundle, name, spy(original))
+    bundle._deflate_entry = spied  # type: ignore[assignment]
     try:
         yield names
     finally:
-        for name, original in originals.items():
-            setattr(bundle, name, original)
+        bundle._deflate_entry = original  # type: ignore[assignment]
 
 
 def zip_as_the_worker_late(site: Path, dest: Path, input_size: int) -> list[str]:

@@ -327,10 +327,10 @@ def test_a_build_failing_in_the_bundle_leaves_the_old_report_and_bundle(
 ) -> None:
     import tlsite.core.bundle as bundle
 
-    def failing(archive: Any, path: Path, name: str) -> bundle.Digest:
+    def failing(*args: Any) -> bundle._Entry:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(bundle, "_add_to_zip", failing)
+    monkeypatch.setattr(bundle, "_deflate_entry", failing)
     with pytest.raises(OSError):
         build(str(EXAMPLE), existing[0], bundle="zip")
     assert_untouched(existing)

@@ -74,7 +74,13 @@ def _worker_zip(site: Path, dest: Path) -> tuple[list[str], list[str]]:
         fields = {"trace": "t.log", "version": __version__, "extra": {}}
         copies = copies_linked(site)
         with deflated_now() as at_the_end:
-            bundle._complete_zip(site, tmp, catalog, "a", **fields, copies=copies, ahead=ahead)
+            deflater = bundle._Deflater(site)
+            try:
+                bundle._complete_zip(
+                    site, tmp, catalog, "a", **fields, copies=copies, ahead=ahead, deflater=deflater
+                )
+            finally:
+                deflater.close()
         taken = [name for name in INPUTS if name in ahead]
     finally:
         catalog.close()
