@@ -11,12 +11,15 @@ import dataclasses
 import html
 import json
 import logging
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import Files, InclusionLevel
+from mkdocs.structure.pages import Page, _RelativePathTreeprocessor
 
 from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.diff import TraceDiff, diff_traces
@@ -24,11 +27,13 @@ from tlsite.core.analysis.divergence import MultiRankReport
 from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
 from tlsite.core.redact import Redactor
+from tlsite.core.render import fast_markdown
 from tlsite.core.render.diff_pages import render_pages
 from tlsite.core.render.templating import render_markdown
 from tlsite.core.worker import TaskPool
 
 from .csp import add_csp, add_csp_to_template
+from .deferred_page import site_markdown, take_conversion
 from .job_theme import InJob
 from .site_config import build_site, site_config
 from .stamp import Stamping
@@ -38,10 +43,43 @@ DIFF_JSON = "diff.json"
 _INDEX = "index.md"
 
 
+class _ComparePage(Page):
+    """A compile pair's page: converted by :func:`fast_markdown.convert` when its body is in
+    the subset with prose (a page without a code diff), else by Python-Markdown as usual."""
+
+    def render(self, config: MkDocsConfig, files: Files) -> None:
+        converted = None
+        if site_markdown(config) and isinstance(self.meta.get("title"), str):
+            assert self.markdown is not None
+            converted = fast_markdown.convert(
+                self.markdown, prose=True, link=_page_links(self, config, files)
+            )
+        if converted is None:
+            super().render(config, files)
+        else:
+            take_conversion(self, converted, config)
+
+
+def _page_links(page: Page, config: MkDocsConfig, files: Files) -> fast_markdown.Link:
+    """A link's target as MkDocs writes it on ``page``, for a link to a page of ``files``
+    (None for others: MkDocs would warn about them, Python-Markdown converts the page)."""
+    rewrite = _RelativePathTreeprocessor(page.file, files, config)
+
+    def link(url: str) -> str | None:
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), url))
+        found = files.get_file_from_path(target)
+        if found is None or not found.is_documentation_page():
+            return None
+        return rewrite.path_to_url(url)
+
+    return link
+
+
 class _DiffPolicy(BasePlugin):
     """The report pages' Content-Security-Policy: diff pages show trace text too. The pages
-    outside the navigation (one per compile) are written from one render of Material's
-    template (:class:`~.stamp.PageStamp`), as a report's are.
+    outside the navigation (one per compile) are converted without Python-Markdown when
+    they can be (:class:`_ComparePage`) and written from one render of Material's template
+    (:class:`~.stamp.PageStamp`), as a report's are.
 
     Their search index stays Material's: :class:`~.search_index.ReportSearchIndex` indexes
     a section repeated on many pages once, for the code index to list the others, and a
@@ -55,6 +93,7 @@ class _DiffPolicy(BasePlugin):
         for file in files.documentation_pages():
             if file.src_uri != _INDEX:  # reached from the index page's links
                 file.inclusion = InclusionLevel.NOT_IN_NAV
+                _ComparePage(None, file, config)  # MkDocs keeps it as the file's page
         return files
 
     def on_nav(self, nav: Any, /, *, config: Any, files: Files) -> None:
