@@ -249,7 +249,8 @@ def _prose(block: str, link: Callable[[str], str | None]) -> list[Chunk] | None:
             chunks.append(heading)
             continue
         inline = None
-        if not _NOT_PROSE_LINE.match(line) and not line.endswith(" "):
+        # Python-Markdown strips a paragraph's leading whitespace (any: an em space too)
+        if not _NOT_PROSE_LINE.match(line) and not (line[0].isspace() or line[-1].isspace()):
             inline = _inline(line, link)
         if inline is None:
             return None
