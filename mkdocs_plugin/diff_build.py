@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from material.plugins.search.plugin import SearchIndex
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import Files, InclusionLevel
@@ -38,6 +39,7 @@ from tlsite.core.worker import TaskPool
 from .csp import add_csp, add_csp_to_template
 from .deferred_page import site_markdown, take_conversion
 from .job_theme import InJob
+from .search_index import ReportSearchIndex, index_pages_with
 from .site_config import build_site, site_config
 from .stamp import Stamping
 
@@ -84,15 +86,20 @@ class _DiffPolicy(BasePlugin):
     they can be (:class:`_ComparePage`) and written from one render of Material's template
     (:class:`~.stamp.PageStamp`), as a report's are.
 
-    Their search index stays Material's: :class:`~.search_index.ReportSearchIndex` indexes
-    a section repeated on many pages once, for the code index to list the others, and a
-    comparison site has no code index."""
+    Their search index is Material's, its pages divided into sections without Material's
+    HTML parser (:class:`~.search_index.ReportSearchIndex`, every section indexed where it
+    is: a comparison site has no code index to list the pages that repeat one)."""
 
     def __init__(self) -> None:
         super().__init__()
         self._stamping = Stamping()
 
     def on_files(self, files: Files, /, *, config: Any) -> Files:
+        search = config.plugins.get("material/search")
+        index = getattr(search, "search_index", None)
+        if type(index) is SearchIndex:
+            search.search_index = ReportSearchIndex(shared_min=None, **index.config)
+            index_pages_with(search, config)
         for file in files.documentation_pages():
             if file.src_uri != _INDEX:  # reached from the index page's links
                 file.inclusion = InclusionLevel.NOT_IN_NAV

@@ -311,3 +311,37 @@ def test_processes_sharing_the_pairs_each_build_those_whose_ranks_they_hold_firs
     assert built[0][0] == (0, 3) and built[1][0] == (6, 1)
     # what the second process reads: rank 6 for its first pair, then nothing
     assert {r for pair in built[1] for r in pair} - {1, 11, 5} == {6}
+
+
+def test_a_comparison_sites_search_index_is_materials_without_its_html_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ddp16_job: object
+) -> None:
+    """The pages are divided into sections by the report's reader of HTML, every section
+    indexed where it is: the same index as Material's parser makes of the same pages."""
+    from material.plugins.search import plugin as material_search
+
+    from tlsite.mkdocs_plugin import diff_build
+
+    logs = {log.rank: log for log in ddp16_job.logs}  # type: ignore[attr-defined]
+    before, after = load_source(logs[6]), load_source(logs[5])
+    fed: list[str] = []
+    try:
+        diff = diff_traces(before, after)
+        with monkeypatch.context() as patched:
+            feed = material_search.Parser.feed
+            patched.setattr(
+                material_search.Parser,
+                "feed",
+                lambda self, html: (fed.append(html), feed(self, html)),
+            )
+            build_diff_site(diff, tmp_path / "site", in_job=True)
+        assert fed == []
+        monkeypatch.setattr(diff_build, "SearchIndex", type("NotMaterials", (), {}))
+        build_diff_site(diff, tmp_path / "materials", in_job=True)  # Material indexes it
+    finally:
+        before.close()
+        after.close()
+    assert fed == []
+    index = (tmp_path / "site" / "search" / "search_index.json").read_bytes()
+    assert index == (tmp_path / "materials" / "search" / "search_index.json").read_bytes()
+    assert index.count(b'"location":"compiles/') >= 20
