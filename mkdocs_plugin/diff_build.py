@@ -44,13 +44,16 @@ from .site_config import build_site, site_config
 from .stamp import Stamping
 
 DIFF_JSON = "diff.json"
-#: The comparison's one page in the navigation; the others are reached from its links.
+#: The comparison's one page in the navigation, and its title there; the others are reached
+#: from its links.
 _INDEX = "index.md"
+_INDEX_TITLE = "What changed"
 
 
 class _ComparePage(Page):
-    """A compile pair's page: converted by :func:`fast_markdown.convert` when its body is in
-    the subset with prose (a page without a code diff), else by Python-Markdown as usual."""
+    """A comparison's page: converted by :func:`fast_markdown.convert` when its body is in
+    the subset with prose (the summary, a compile pair's page without a code diff), else by
+    Python-Markdown as usual."""
 
     def render(self, config: MkDocsConfig, files: Files) -> None:
         converted = None
@@ -66,14 +69,16 @@ class _ComparePage(Page):
 
 
 def _page_links(page: Page, config: MkDocsConfig, files: Files) -> fast_markdown.Link:
-    """A link's target as MkDocs writes it on ``page``, for a link to a page of ``files``
-    (None for others: MkDocs would warn about them, Python-Markdown converts the page)."""
+    """A link's target as MkDocs writes it on ``page``, for a link to an anchor of the page
+    or to a file of ``files`` (None for others: MkDocs would warn about them, Python-Markdown
+    converts the page)."""
     rewrite = _RelativePathTreeprocessor(page.file, files, config)
 
     def link(url: str) -> str | None:
+        if url.startswith("#"):  # MkDocs keeps it (and checks the anchor: logs only)
+            return url
         target = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), url))
-        found = files.get_file_from_path(target)
-        if found is None or not found.is_documentation_page():
+        if files.get_file_from_path(target) is None:
             return None
         return rewrite.path_to_url(url)
 
@@ -101,9 +106,11 @@ class _DiffPolicy(BasePlugin):
             search.search_index = ReportSearchIndex(shared_min=None, **index.config)
             index_pages_with(search, config)
         for file in files.documentation_pages():
-            if file.src_uri != _INDEX:  # reached from the index page's links
+            if file.src_uri == _INDEX:  # with the title the navigation gives it
+                _ComparePage(_INDEX_TITLE, file, config)  # MkDocs keeps it as the file's page
+            else:  # reached from the index page's links
                 file.inclusion = InclusionLevel.NOT_IN_NAV
-                _ComparePage(None, file, config)  # MkDocs keeps it as the file's page
+                _ComparePage(None, file, config)
         return files
 
     def on_nav(self, nav: Any, /, *, config: Any, files: Files) -> None:
@@ -152,7 +159,7 @@ def build_diff_site(diff: TraceDiff, site_dir: Path, *, in_job: bool = False) ->
         config = site_config(
             docs_dir=str(docs), site_dir=str(site_dir), site_name=html.escape(title)
         )
-        config["nav"] = [{"What changed": _INDEX}]
+        config["nav"] = [{_INDEX_TITLE: _INDEX}]
         policy = _DiffPolicy()
         policy.load_config({})
         plugins: dict[str, BasePlugin] = {"tlsite_csp": policy}

@@ -80,9 +80,9 @@ def test_the_jobs_compile_pair_pages_are_converted_as_python_markdown_does(
     job_bodies: dict[str, str],
 ) -> None:
     taken = _same_as_python_markdown(job_bodies)
-    compile_pages = [p for p in job_bodies if "/compiles/" in p]
-    without_code_diff = [p for p in compile_pages if "```" not in job_bodies[p]]
-    assert len(without_code_diff) >= 30
+    without_code_diff = [p for p in job_bodies if "```" not in job_bodies[p]]
+    assert len(without_code_diff) >= 36
+    assert sum(p.endswith("/index.md") for p in without_code_diff) == 6  # the summaries
     assert sorted(taken) == sorted(without_code_diff)
 
 
@@ -92,7 +92,7 @@ def test_the_fixture_pairs_compile_pages_are_converted_as_python_markdown_does(
 ) -> None:
     bodies = _bodies(load(str(_side(scenario, "before"))), load(str(_side(scenario, "after"))))
     taken = _same_as_python_markdown(bodies)
-    assert all(path.startswith("compiles/") for path in taken)
+    assert "index.md" in taken or "```" in bodies["index.md"] or "!!! warning" in bodies["index.md"]
 
 
 def test_a_hostile_pairs_pages_are_refused_or_converted_as_python_markdown_does(
@@ -135,7 +135,7 @@ def _random_body(rng: random.Random) -> str:
         "[← What changed](../index.md)",
     ]
     for _ in range(rng.randint(1, 5)):
-        kind = rng.randrange(5)
+        kind = rng.randrange(8)
         if kind == 0:
             rows = ["| A | B |", "|---|---|"]
             rows += [f"| {cell()} | **{cell()}** |" for _ in range(rng.randint(1, 3))]
@@ -147,8 +147,15 @@ def _random_body(rng: random.Random) -> str:
         elif kind == 3:
             badge = f'<span class="tlsite-badge status-ok" title="{_random_text(rng)}">x</span>'
             blocks.append(f"| Status | {badge} |\n|---|---|\n| {cell()} | — |")
+        elif kind == 4:
+            blocks.append(f"The same {cell()} ({cell()}).\n{cell()} [{cell()}](#a-b) `x.json`")
+        elif kind == 5:
+            items = "\n".join(f"    - [{cell()}](compiles/0_1.md) {cell()}" for _ in range(2))
+            blocks.append(f'!!! failure "Worse in AFTER ({cell()})"\n\n{items}')
+        elif kind == 6:
+            blocks.append(f'!!! success "No change"\n\n    {cell()}\n    {cell()} `--fail-on`')
         else:
-            blocks.append(f"The same {cell()} ({cell()}).")
+            blocks.append(f"| A |\n|---|\n| [\\[0/1\\] → {cell()}](compiles/0_1.md) |")
     return "\n\n".join(blocks) + "\n"
 
 
@@ -161,7 +168,40 @@ def test_random_trace_text_in_prose_is_refused_or_converted_as_python_markdown_d
         if fast is not None:
             assert fast == python_markdown(body), body
             taken += 1
-    assert taken >= 250  # the subset is not empty
+    assert taken >= 150  # the subset is not empty
+
+
+#: Pieces of Markdown syntax, for text written into the templates' places unescaped too.
+_SYNTAX = [
+    *_TRICKY,
+    *("`a`", "``", "` a`", "\\", "<b>", '<span class="x">', "[", "](", "a.md)", "](#x)"),
+    *("*", "_", "\\[", "\\]", "]:", '!!! note "t"', "    ", "\n", "\n\n", "- ", "#x"),
+]
+
+
+def test_markdown_syntax_in_prose_is_refused_or_converted_as_python_markdown_does() -> None:
+    rng = random.Random(11)
+    taken = [0] * 6
+    for _ in range(3000):
+        pieces = (
+            rng.choice(_SYNTAX if rng.random() < 0.5 else ["a", " ", "9", "x y"])
+            for _ in range(rng.randint(1, 10))
+        )
+        raw = "".join(pieces)
+        kind = rng.randrange(6)
+        body = [
+            raw,
+            str(rng.choice([md_text, md_code, md_reason])(raw)),
+            f"| A | B |\n|---|---|\n| [{raw}](#a) | {md_text(raw)} |",
+            f'!!! failure "{raw}"\n\n    - {raw}\n    - [{md_text(raw)}](x.md)',
+            f'!!! warning "W"\n\n    {raw}\n    {md_text(raw)}\n\n{raw}',
+            f"**{md_text(raw)}** {raw}\n## {md_code(raw)}\n{raw} `{raw}`",
+        ][kind]
+        fast = fast_markdown.convert(body, prose=True, link=lambda url: url)
+        if fast is not None:
+            assert fast == python_markdown(body), body
+            taken[kind] += 1
+    assert min(taken) >= 50, taken
 
 
 @pytest.mark.parametrize(
@@ -180,7 +220,7 @@ def test_random_trace_text_in_prose_is_refused_or_converted_as_python_markdown_d
         "[a link](http://example.com/)",
         "[a link](page.md#anchor)",
         "![an image](a.md)",
-        "`code`",
+        "`code` then `",
         "a | b\n--|--\nc | d",
         "| a | b |\n|:--|---|\n| c | d |",
         "| a | b |\n|---|---|",
@@ -192,6 +232,14 @@ def test_random_trace_text_in_prose_is_refused_or_converted_as_python_markdown_d
         "```\nfence\n```",
         "a\\",
         "x {: .cls }",
+        "`a``b`",
+        "[a]: b.md",
+        '!!! note "t"\n\n    a\n\n    b',
+        '!!! note "t"\n\n    - a\n    b',
+        '!!! note "t"\n\n        a',
+        '!!! note "t"\nnot indented',
+        "[a](b.md#c)",
+        "[a](?x)",
     ],
 )
 def test_prose_outside_the_subset_is_refused(body: str) -> None:
@@ -210,8 +258,9 @@ def test_links_only_where_the_page_says_how_to_write_them() -> None:
 def test_a_comparison_site_converts_only_pages_with_a_code_diff_with_python_markdown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ddp16_job: object
 ) -> None:
-    """Python-Markdown is called for the summary and the compile pages with a code diff
-    (fences), not for the others; the pages still link back to the summary."""
+    """Python-Markdown is called for the compile pages with a code diff (fences), not for
+    the others nor the summary; the pages still link back to the summary, and the summary
+    to them."""
     logs = {log.rank: log for log in ddp16_job.logs}  # type: ignore[attr-defined]
     before, after = load_source(logs[6]), load_source(logs[3])
     try:
@@ -230,11 +279,13 @@ def test_a_comparison_site_converts_only_pages_with_a_code_diff_with_python_mark
         before.close()
         after.close()
     fenced = [path for path, text in bodies.items() if "```" in text]
-    assert len(converted) == 1 + len(fenced) < len(bodies) - 4
+    assert len(converted) == len(fenced) < len(bodies) - 5
     for path in bodies:
         if path.startswith("compiles/"):
             page = (tmp_path / "site" / path).with_suffix(".html").read_text(encoding="utf-8")
             assert '<p><a href="../index.html">← What changed</a></p>' in page
+            summary = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+            assert f'<a href="{Path(path).with_suffix(".html").as_posix()}">' in summary
 
 
 @pytest.mark.slow

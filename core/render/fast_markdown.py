@@ -60,8 +60,9 @@ _REFUSED = re.compile(r"[\t\r\x02\x03]|^ +$|^ {0,3}(?:```|~~~)", re.MULTILINE)
 
 #: Prose (``prose=True``): inline text as :func:`~.escape.md_text` and the diff templates write
 #: it. Backslash escapes, the entities md_text writes, ``<code>``, a status badge's ``<span>``
-#: (class and title only; the title as :func:`~.escape.h` escapes it), ``**`` and a link
-#: ``[text](path)`` (a relative path: no scheme, query or fragment) are tokens; any other
+#: (class and title only; the title as :func:`~.escape.h` escapes it), ``**``, a link
+#: ``[text](path)`` (a relative path, or ``#anchor`` alone) and a code span of plain text
+#: are tokens; any other
 #: character that a block or inline pattern of the site's extensions acts on is refused (no
 #: control characters or line separators either).
 _INLINE_TOKEN = re.compile(
@@ -70,14 +71,19 @@ _INLINE_TOKEN = re.compile(
     r'|<span class="[a-z0-9 -]*"(?: title="(?:[^"<>&\\`*_{}\[\]\x00-\x1f]'
     r'|&(?:amp|lt|gt|quot|#x27|#123|#125);)*")?>)'
     r"|(?P<strong>\*\*)"
-    r"|(?P<link>\[(?P<text>[^\[\]\n]*)\]\((?P<url>[A-Za-z0-9_./-]+)\))"
+    r"|(?P<link>\[(?P<text>(?:\\.|[^\[\]\\\n])*)\]\((?P<url>#[A-Za-z0-9_-]+|[A-Za-z0-9_./-]+)\))"
+    r"|(?P<code>`[^`\\<>&\s](?:[^`\\<>&\n]*[^`\\<>&\s])?`(?!`))"
     r"|(?P<plain>[^\\`*_{}\[\]<>&|!\x00-\x1f\x7f-\x9f\u2028\u2029]+|!(?!\[))"
 )
 #: A line a block processor would take for something else than a paragraph's text: a list
 #: item, a quote, an admonition, details or tab, a horizontal rule, a heading, a table row,
-#: indented code, or a setext heading's underline (a line may open with ``**strong``).
-_NOT_PROSE_LINE = re.compile(r"[ #|>!?=+\-<]|\*(?!\*[^*\s])|\d+[.)]|$")
+#: indented code, a setext heading's underline (a line may open with ``**strong``), or a
+#: link reference definition.
+_NOT_PROSE_LINE = re.compile(r"[ #|>!?=+\-<]|\*(?!\*[^*\s])|\d+[.)]|\[[^\[\]]*\]:|$")
 _TABLE_SEPARATOR = re.compile(r"\|(?:---\|)+")
+#: An admonition's first line (its kind, and a title); its content follows after a blank
+#: line, indented by four spaces.
+_ADMONITION = re.compile(r'!!! ([a-z]+) "([^"\n]+)"')
 
 Chunk = tuple[str, str, int, str | None]  # (kind, html, heading level, explicit heading id)
 Link = Callable[[str], str | None]
@@ -142,6 +148,11 @@ def _chunks(text: str, prose: Callable[[str], str | None] | None = None) -> list
                 chunks.append(chunk)
             elif prose is None:
                 return None
+            elif _ADMONITION.fullmatch(text, pos, end):
+                found_end = _admonition(text, pos, end, prose, chunks)
+                if found_end is None:
+                    return None
+                end = found_end
             else:
                 found = _prose(text[pos:end], prose)
                 if found is None:
@@ -248,16 +259,57 @@ def _prose(block: str, link: Callable[[str], str | None]) -> list[Chunk] | None:
                 lines = []
             chunks.append(heading)
             continue
-        inline = None
-        # Python-Markdown strips a paragraph's leading whitespace (any: an em space too)
-        if not _NOT_PROSE_LINE.match(line) and not (line[0].isspace() or line[-1].isspace()):
-            inline = _inline(line, link)
+        inline = _prose_line(line, link)  # a paragraph's whitespace stripped: an em space too
         if inline is None:
             return None
         lines.append(inline)
     if lines:
         chunks.append(("p", f"<p>{chr(10).join(lines)}</p>", 0, None))
     return chunks
+
+
+def _admonition(
+    text: str, pos: int, end: int, link: Callable[[str], str | None], chunks: list[Chunk]
+) -> int | None:
+    """Append the admonition whose first line is ``text[pos:end]`` to ``chunks``; where its
+    content ends, or None outside the subset. Its content is one block, indented by four
+    spaces: a paragraph or a list of one-line items."""
+    kind, title = _ADMONITION.fullmatch(text, pos, end).groups()  # type: ignore[union-attr]
+    start = end + 2
+    if not text.startswith("\n\n    ", end):
+        return None
+    stop = text.find("\n\n", start)
+    stop = len(text) if stop < 0 else stop
+    if text.startswith("    ", stop + 2):  # a second block of content
+        return None
+    lines = text[start:stop].split("\n")
+    if not all(line.startswith("    ") for line in lines):
+        return None
+    lines = [line[4:] for line in lines]
+    title_html = _inline(title, _no_link)
+    if title_html is None:
+        return None
+    if all(line.startswith("- ") for line in lines):
+        items = [_prose_line(line[2:], link) for line in lines]
+        if None in items:
+            return None
+        content = "\n".join(["<ul>", *(f"<li>{item}</li>" for item in items), "</ul>"])
+    else:
+        found = [_prose_line(line, link) for line in lines]
+        if None in found:
+            return None
+        content = f"<p>{chr(10).join(found)}</p>"  # type: ignore[arg-type]
+    head = f'<div class="admonition {kind}">\n<p class="admonition-title">{title_html}</p>'
+    chunks.append(("p", f"{head}\n{content}\n</div>", 0, None))
+    return stop
+
+
+def _prose_line(line: str, link: Callable[[str], str | None]) -> str | None:
+    """A line of a paragraph (or a list item's text), or None if a block processor would
+    take it for something else or Python-Markdown would strip its whitespace."""
+    if not line or _NOT_PROSE_LINE.match(line) or line[0].isspace() or line[-1].isspace():
+        return None
+    return _inline(line, link)
 
 
 def _table(rows: list[str], link: Callable[[str], str | None]) -> str | None:
@@ -309,6 +361,8 @@ def _inline(text: str, link: Callable[[str], str | None]) -> str | None:
             strong = not strong
         elif kind == "escape":
             out.append(token.group()[1])
+        elif kind == "code":
+            out.append(f"<code>{token.group()[1:-1]}</code>")
         elif kind == "link":
             target = link(token.group("url"))
             inner = _inline(token.group("text"), _no_link)
