@@ -500,8 +500,9 @@ def _run_task(task: _Task) -> RankSummary:
         trace = load_source(task.source, export_mode=task.export_mode)
     except Exception as exc:  # one unreadable rank must not stop the others
         return RankSummary(rank=task.rank, source=task.source.display_name, error=str(exc))
-    size = task.source.size_hint or 0
-    trace.pinned = task.keep and sum(kept for _, kept in _kept.values()) + size <= KEEP_BYTES
+    size = task.source.size_hint  # unknown (a stream): not kept
+    kept = sum(kept_size for _, kept_size in _kept.values())
+    trace.pinned = task.keep and size is not None and kept + size <= KEEP_BYTES
     try:
         summary = summarize_trace(trace, task.rank, task.workdir)
         summary.source = task.source.display_name
@@ -514,7 +515,7 @@ def _run_task(task: _Task) -> RankSummary:
                 atexit.register(_close_kept_at_exit)  # a helper that builds no comparison
             if task.rank in _kept:
                 _kept[task.rank][0].close()
-            _kept[task.rank] = (trace, size)
+            _kept[task.rank] = (trace, size or 0)
         else:
             trace.close()
 

@@ -91,8 +91,10 @@ def _toc_items(items: Iterable[AnchorLink]) -> Iterator[AnchorLink]:
 
 
 def take_conversion(page: Page, converted: tuple[str, list[Any]], config: MkDocsConfig) -> None:
-    """What ``Page.render`` sets, from :func:`fast_markdown.convert`'s HTML and toc tokens, for
-    a body with no links to anchors (its links are in raw HTML or to whole pages)."""
+    """What ``Page.render`` sets, from :func:`fast_markdown.convert`'s HTML and toc tokens.
+    Links to anchors are not listed for MkDocs to check (its check logs at ``info``, which
+    ``tlsite`` does not show, and changes no byte): a report's are in raw HTML, and a
+    comparison's link to anchors of the page itself."""
     page.content, tokens = converted
     page.toc = get_toc(tokens)
     page.links_to_anchors = {}
