@@ -511,8 +511,9 @@ def _run_task(task: _Task) -> RankSummary:
         return summary
     finally:
         if trace.pinned:
-            if not _kept:
-                atexit.register(_close_kept_at_exit)  # a helper that builds no comparison
+            # a helper that builds no comparison closes them as it ends (registered once)
+            atexit.unregister(_close_kept_at_exit)
+            atexit.register(_close_kept_at_exit)
             if task.rank in _kept:
                 _kept[task.rank][0].close()
             _kept[task.rank] = (trace, size or 0)
