@@ -35,7 +35,7 @@ _NO_TOC = get_toc([])
 _ANCHOR_LOG = logging.getLogger("mkdocs.structure.pages")
 
 
-def _site_markdown(config: MkDocsConfig) -> bool:
+def site_markdown(config: MkDocsConfig) -> bool:
     """Whether the site converts Markdown with tlsite's own extensions and settings, the ones
     :mod:`~tlsite.core.render.fast_markdown` reproduces."""
     names = {next(iter(e)) if isinstance(e, dict) else e for e in MARKDOWN_EXTENSIONS}
@@ -90,6 +90,23 @@ def _toc_items(items: Iterable[AnchorLink]) -> Iterator[AnchorLink]:
         yield from _toc_items(item.children)
 
 
+def take_conversion(page: Page, converted: tuple[str, list[Any]], config: MkDocsConfig) -> None:
+    """What ``Page.render`` sets, from :func:`fast_markdown.convert`'s HTML and toc tokens.
+    Links to anchors are not listed for MkDocs to check (its check logs at ``info``, which
+    ``tlsite`` does not show, and changes no byte): a report's are in raw HTML, and a
+    comparison's link to anchors of the page itself."""
+    page.content, tokens = converted
+    page.toc = get_toc(tokens)
+    page.links_to_anchors = {}
+    ids = {item.id for item in _toc_items(page.toc)}
+    if _ANCHOR_LOG.isEnabledFor(config.validation.links.anchors):
+        parser = _HTMLHandler()  # ids in raw HTML, as MkDocs' preprocessor finds them
+        parser.feed(page.markdown)
+        parser.close()
+        ids |= parser.present_anchor_ids
+    page.present_anchor_ids = ids
+
+
 class DeferredPage(Page):
     """A page whose file holds only its front matter; ``body`` is the rest, in ``store``."""
 
@@ -125,21 +142,11 @@ class DeferredPage(Page):
         assert self._files is not None, "MkDocs renders every page before it writes any"
         self.markdown = self._store.read(self._body)
         self._body = None
-        converted = self._convert(self.markdown) if _site_markdown(config) else None
+        converted = self._convert(self.markdown) if site_markdown(config) else None
         if converted is None:
             render_alike(self, config, self._files)  # a job's ranks: once for pages alike
             return
-        # what Page.render sets, for a body whose only links are in raw HTML (not checked)
-        self.content, tokens = converted
-        self.toc = get_toc(tokens)
-        self.links_to_anchors = {}
-        ids = {item.id for item in _toc_items(self.toc)}
-        if _ANCHOR_LOG.isEnabledFor(config.validation.links.anchors):
-            parser = _HTMLHandler()  # ids in raw HTML, as MkDocs' preprocessor finds them
-            parser.feed(self.markdown)
-            parser.close()
-            ids |= parser.present_anchor_ids
-        self.present_anchor_ids = ids
+        take_conversion(self, converted, config)
 
     def release(self, config: MkDocsConfig) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).

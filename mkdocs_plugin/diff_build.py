@@ -11,50 +11,106 @@ import dataclasses
 import html
 import json
 import logging
+import os
+import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from material.plugins.search.plugin import SearchIndex
+from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import Files, InclusionLevel
+from mkdocs.structure.pages import Page, _RelativePathTreeprocessor
 
 from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.diff import TraceDiff, diff_traces
 from tlsite.core.analysis.divergence import MultiRankReport
 from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
+from tlsite.core.multirank import close_kept_ranks, kept_rank
 from tlsite.core.redact import Redactor
+from tlsite.core.render import fast_markdown
 from tlsite.core.render.diff_pages import render_pages
 from tlsite.core.render.templating import render_markdown
 from tlsite.core.worker import TaskPool
 
 from .csp import add_csp, add_csp_to_template
+from .deferred_page import site_markdown, take_conversion
 from .job_theme import InJob
+from .search_index import ReportSearchIndex, index_pages_with
 from .site_config import build_site, site_config
 from .stamp import Stamping
 
 DIFF_JSON = "diff.json"
-#: The comparison's one page in the navigation; the others are reached from its links.
+#: The comparison's one page in the navigation, and its title there; the others are reached
+#: from its links.
 _INDEX = "index.md"
+_INDEX_TITLE = "What changed"
+
+
+class _ComparePage(Page):
+    """A comparison's page: converted by :func:`fast_markdown.convert` when its body is in
+    the subset with prose (the summary, a compile pair's page without a code diff), else by
+    Python-Markdown as usual."""
+
+    def render(self, config: MkDocsConfig, files: Files) -> None:
+        converted = None
+        if site_markdown(config) and isinstance(self.meta.get("title"), str):
+            assert self.markdown is not None
+            converted = fast_markdown.convert(
+                self.markdown, prose=True, link=_page_links(self, config, files)
+            )
+        if converted is None:
+            super().render(config, files)
+        else:
+            take_conversion(self, converted, config)
+
+
+def _page_links(page: Page, config: MkDocsConfig, files: Files) -> fast_markdown.Link:
+    """A link's target as MkDocs writes it on ``page``, for a link to an anchor of the page
+    or to a file of ``files`` (None for others: MkDocs would warn about them, Python-Markdown
+    converts the page)."""
+    rewrite = _RelativePathTreeprocessor(page.file, files, config)
+
+    def link(url: str) -> str | None:
+        if url.startswith("#"):  # MkDocs keeps it (and checks the anchor: logs only)
+            return url
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(page.file.src_uri), url))
+        if files.get_file_from_path(target) is None:
+            return None
+        return rewrite.path_to_url(url)
+
+    return link
 
 
 class _DiffPolicy(BasePlugin):
     """The report pages' Content-Security-Policy: diff pages show trace text too. The pages
-    outside the navigation (one per compile) are written from one render of Material's
-    template (:class:`~.stamp.PageStamp`), as a report's are.
+    outside the navigation (one per compile) are converted without Python-Markdown when
+    they can be (:class:`_ComparePage`) and written from one render of Material's template
+    (:class:`~.stamp.PageStamp`), as a report's are.
 
-    Their search index stays Material's: :class:`~.search_index.ReportSearchIndex` indexes
-    a section repeated on many pages once, for the code index to list the others, and a
-    comparison site has no code index."""
+    Their search index is Material's, its pages divided into sections without Material's
+    HTML parser (:class:`~.search_index.ReportSearchIndex`, every section indexed where it
+    is: a comparison site has no code index to list the pages that repeat one)."""
 
     def __init__(self) -> None:
         super().__init__()
         self._stamping = Stamping()
 
     def on_files(self, files: Files, /, *, config: Any) -> Files:
+        search = config.plugins.get("material/search")
+        index = getattr(search, "search_index", None)
+        if type(index) is SearchIndex:
+            search.search_index = ReportSearchIndex(shared_min=None, **index.config)
+            index_pages_with(search, config)
         for file in files.documentation_pages():
-            if file.src_uri != _INDEX:  # reached from the index page's links
+            if file.src_uri == _INDEX:  # with the title the navigation gives it
+                _ComparePage(_INDEX_TITLE, file, config)  # MkDocs keeps it as the file's page
+            else:  # reached from the index page's links
                 file.inclusion = InclusionLevel.NOT_IN_NAV
+                _ComparePage(None, file, config)
         return files
 
     def on_nav(self, nav: Any, /, *, config: Any, files: Files) -> None:
@@ -103,7 +159,7 @@ def build_diff_site(diff: TraceDiff, site_dir: Path, *, in_job: bool = False) ->
         config = site_config(
             docs_dir=str(docs), site_dir=str(site_dir), site_name=html.escape(title)
         )
-        config["nav"] = [{"What changed": _INDEX}]
+        config["nav"] = [{_INDEX_TITLE: _INDEX}]
         policy = _DiffPolicy()
         policy.load_config({})
         plugins: dict[str, BasePlugin] = {"tlsite_csp": policy}
@@ -154,9 +210,10 @@ def build_rank_diffs(
     own pass.
 
     The pairs share ranks (the largest group's first rank is in each pair with another
-    group): a rank's log is read once per process that builds pairs, and its model kept only
-    while a later pair needs it. ``pool``: the processes that built the ranks, which build
-    the pairs too.
+    group): a process builds first the pairs whose ranks it holds (the models it kept from
+    reading the job's ranks, ``load_ranks(keep=True)``, or read for an earlier pair), and
+    reads a log again only for a rank it does not hold. ``pool``: the processes that built
+    the ranks, which build the pairs too; each closes the models it kept.
     """
     logs = {log.rank: log for log in resolved.logs}
     pairs: list[tuple[int, int]] = []
@@ -176,24 +233,26 @@ def build_rank_diffs(
         budget -= size
         pairs.append((a, b))
     kept = redactor.stats if redactor is not None else None
-    # the pairs shared out among the pool's processes (interleaved: their costs are alike),
-    # each reading a rank once for all its pairs; in this process alone when there is no
+    # the pairs shared out among the pool's processes, each claiming the next pair whose
+    # ranks it holds (read for the job's ranks, or for an earlier pair), so that a rank's log
+    # is read again only where it is not at hand; in this process alone when there is no
     # pool or the logs are read through the redactor (its stats count this process's reads)
     shares = 1 if pool is None or redactor is not None else min(pool.processes, len(pairs))
-    shares = max(shares, 1)  # no pairs: one empty share, left out below
-    tasks = [
-        _PairsTask(share, {r: logs[r] for pair in share for r in pair}, str(site_dir), export_mode)
-        for share in (pairs[k::shares] for k in range(shares))
-        if share
-    ]
-    if pool is None or shares == 1:
-        results = [_build_pairs(task) for task in tasks]
-    else:
-        tasks = [
-            dataclasses.replace(task, logs={r: log.portable() for r, log in task.logs.items()})
-            for task in tasks
-        ]
-        results = list(pool.run(_BUILD_PAIRS, tasks))
+    with scratch_folder("pairs") as claims:
+        task = _PairsTask(
+            pairs, {r: logs[r] for pair in pairs for r in pair}, str(site_dir), export_mode
+        )
+        if not pairs:
+            results = []
+        elif pool is None or shares <= 1:
+            results = [_build_pairs(task)]
+        else:
+            task = dataclasses.replace(
+                task,
+                logs={r: log.portable() for r, log in task.logs.items()},
+                claims=claims,
+            )
+            results = list(pool.run(_BUILD_PAIRS, [task] * shares))
     compared = {pair: diff for result in results for pair, diff in result}
     made = []
     for a, b in pairs:
@@ -212,38 +271,59 @@ def build_rank_diffs(
 
 @dataclass(frozen=True)
 class _PairsTask:
-    """Comparison sites to build in one process: ``site/diff_<a>_<b>/`` for each pair."""
+    """Comparison sites to build: ``site/diff_<a>_<b>/`` for each pair, by one process or
+    by several that each claim the pairs they build in ``claims``."""
 
     pairs: list[tuple[int, int]]
     logs: dict[int, LogSource]
     site: str
     export_mode: bool | None
+    claims: str | None = None
 
 
 _BUILD_PAIRS = "tlsite.mkdocs_plugin.diff_build:_build_pairs"
 
 
 def _build_pairs(task: _PairsTask) -> list[tuple[tuple[int, int], TraceDiff | None]]:
-    """Build each pair's site; per pair, the diff the landing page's verdict row shows
-    (without its compiles, which refer to the models closed here), or None when a log is not
-    a trace. A rank in several pairs is read once, and kept only while a later pair needs it."""
+    """Build each pair's site that this process claims; per pair, the diff the landing page's
+    verdict row shows (without its compiles, which refer to the models closed here), or None
+    when a log is not a trace. A rank this process read for the job's ranks is not read
+    again (:func:`~tlsite.core.multirank.kept_rank`), one read for a pair is kept for the
+    others; all are closed at the end."""
     found: list[tuple[tuple[int, int], TraceDiff | None]] = []
     traces: dict[int, Trace] = {}
     try:
-        for index, (a, b) in enumerate(task.pairs):
+        for a, b in _claimed(task, traces):
             for rank in (a, b):
                 if rank not in traces:
-                    traces[rank] = load_source(task.logs[rank], export_mode=task.export_mode)
+                    traces[rank] = kept_rank(rank) or load_source(
+                        task.logs[rank], export_mode=task.export_mode
+                    )
             if traces[a].stats.not_a_trace() or traces[b].stats.not_a_trace():
                 found.append(((a, b), None))
             else:
                 diff = diff_traces(traces[a], traces[b])
                 build_diff_site(diff, Path(task.site) / f"diff_{a}_{b}", in_job=True)
                 found.append(((a, b), dataclasses.replace(diff, frames=[])))
-            later = {rank for pair in task.pairs[index + 1 :] for rank in pair}
-            for rank in [r for r in traces if r not in later]:
-                traces.pop(rank).close()
     finally:
-        for trace in traces.values():
-            trace.close()
+        for rank, trace in traces.items():
+            if kept_rank(rank) is not trace:
+                trace.close()
+        close_kept_ranks()
     return found
+
+
+def _claimed(task: _PairsTask, traces: dict[int, Trace]) -> Iterator[tuple[int, int]]:
+    """The pairs this process builds, those whose ranks it holds first: each of the pairs
+    alone, or each that it claims first among the processes sharing ``task.claims``."""
+    left = list(task.pairs)
+    while left:
+        held = {rank for rank in task.logs if rank in traces or kept_rank(rank) is not None}
+        pair = max(left, key=lambda p: (p[0] in held) + (p[1] in held))  # the first of the best
+        left.remove(pair)
+        if task.claims is not None:
+            try:
+                os.mkdir(os.path.join(task.claims, f"{pair[0]}_{pair[1]}"))
+            except FileExistsError:  # another process builds it
+                continue
+        yield pair

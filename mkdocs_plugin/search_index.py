@@ -293,11 +293,20 @@ class ReportSearchIndex(SearchIndex):
     indexed once (the first page's); :attr:`shared` names the others, for the code index.
     """
 
-    def __init__(self, *, found_elsewhere: set[str] | None = None, **config: Any) -> None:
+    def __init__(
+        self,
+        *,
+        found_elsewhere: set[str] | None = None,
+        shared_min: int | None = SHARED_MIN,
+        **config: Any,
+    ) -> None:
         """``found_elsewhere``: the ``location#anchor`` of sections that search finds through
         the code index (``search/code_index.js``), by their title and code: those with no
-        text of their own get no entry here."""
+        text of their own get no entry here. ``shared_min``: None for a site without a code
+        index, whose every section is indexed where it is (Material's index, the same
+        entries)."""
         super().__init__(**config)
+        self._shared_min = shared_min
         #: (page url, the entry's key with digits masked or None for a page's own, JSON)
         self.docs: list[tuple[str, str | None, str]] = []
         self._found_elsewhere = found_elsewhere or set()
@@ -322,7 +331,8 @@ class ReportSearchIndex(SearchIndex):
                 if section.excluded:
                     continue
                 entry = _entry(section, page, search)
-                entry["text"] = _repeats_once(entry["text"])
+                if self._shared_min is not None:
+                    entry["text"] = _repeats_once(entry["text"])
                 if entry["text"] or entry["location"] not in self._found_elsewhere:
                     self.entries.append(entry)
         for entry in self.entries:
@@ -356,7 +366,7 @@ class ReportSearchIndex(SearchIndex):
         self.shared, self.shared_pages = {}, []
         kept: list[str] = []
         for url, key, text in self.docs:
-            if key is None or counts[key] < SHARED_MIN:
+            if key is None or self._shared_min is None or counts[key] < self._shared_min:
                 kept.append(text)
                 continue
             entry = json.loads(text)
