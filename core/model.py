@@ -552,9 +552,6 @@ class Trace:
     last_time: str | None = None  # the glog time of the log's last record
     #: where the units' artifacts past the caps wait (see :class:`ArtifactList`)
     artifact_spill: ArtifactSpill | None = None
-    #: kept whole after its report is built (a job's rank, for the job's comparisons):
-    #: :meth:`release_units` forgets nothing
-    pinned: bool = False
 
     # -- spilled streams (written while reading) -------------------------------------------
     @property
@@ -588,10 +585,8 @@ class Trace:
 
         A site build calls this once every page and tlparse file is made from them: for the
         rest of the build they were its biggest memory, growing with the trace. ``stats``,
-        ``notes`` and the store stay. A pinned model keeps them all.
+        ``notes`` and the store stay.
         """
-        if self.pinned:
-            return
         self.units = {}
         self.dump_files = {}
         self.loose_payloads = {}

@@ -18,7 +18,6 @@ Damaged data never stops the job: an artifact that does not parse is noted in
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import os
@@ -31,7 +30,7 @@ from typing import Any
 
 from . import load_source
 from .analysis.collectives import parity
-from .cleanup import make_scratch, remove_scratch, wait_for_removals
+from .cleanup import make_scratch, remove_scratch
 from .compile_id import parse_compile_id_string
 from .model import Artifact, CompileUnit, Trace
 from .records import is_finite_number, loads_bounded
@@ -481,28 +480,17 @@ class _Task:
     workdir: str
     export_mode: bool | None
     hook: RankHook | None
-    keep: bool = False
 
 
 _RUN_TASK = "tlsite.core.multirank:_run_task"
-#: The most log bytes whose models a process keeps open for a job's comparisons (as many as
-#: the comparisons would read again at most: ``diff_build.MAX_RANK_DIFF_BYTES``).
-KEEP_BYTES = 256 * 1024 * 1024
-#: The models of the ranks this process read and kept (``load_ranks(keep=True)``), by rank,
-#: with their logs' sizes.
-_kept: dict[int, tuple[Trace, int]] = {}
 
 
 def _run_task(task: _Task) -> RankSummary:
-    """Worker entry point: read one rank, summarise it, close the model (or keep it open,
-    whole, for the job's comparisons: :func:`kept_rank`)."""
+    """Worker entry point: read one rank, summarise it, close the model."""
     try:
         trace = load_source(task.source, export_mode=task.export_mode)
     except Exception as exc:  # one unreadable rank must not stop the others
         return RankSummary(rank=task.rank, source=task.source.display_name, error=str(exc))
-    size = task.source.size_hint  # unknown (a stream): not kept
-    kept = sum(kept_size for _, kept_size in _kept.values())
-    trace.pinned = task.keep and size is not None and kept + size <= KEEP_BYTES
     try:
         summary = summarize_trace(trace, task.rank, task.workdir)
         summary.source = task.source.display_name
@@ -510,31 +498,7 @@ def _run_task(task: _Task) -> RankSummary:
             summary.extra = task.hook(trace, summary, task.source)
         return summary
     finally:
-        if trace.pinned:
-            # a helper that builds no comparison closes them as it ends (registered once)
-            atexit.unregister(_close_kept_at_exit)
-            atexit.register(_close_kept_at_exit)
-            if task.rank in _kept:
-                _kept[task.rank][0].close()
-            _kept[task.rank] = (trace, size or 0)
-        else:
-            trace.close()
-
-
-def kept_rank(rank: int) -> Trace | None:
-    """The model of ``rank`` if this process read it and kept it open."""
-    return _kept[rank][0] if rank in _kept else None
-
-
-def close_kept_ranks() -> None:
-    """Close the models this process kept (their stores are removed beside the build)."""
-    while _kept:
-        _kept.popitem()[1][0].close()
-
-
-def _close_kept_at_exit() -> None:
-    close_kept_ranks()
-    wait_for_removals()
+        trace.close()
 
 
 def empty_rank_logs(resolved: ResolvedInput) -> dict[int, str]:
@@ -611,7 +575,6 @@ def load_ranks(
     per_rank: RankHook | None = None,
     on_rank: Callable[[RankSummary], None] | None = None,
     pool: TaskPool | None = None,
-    keep: bool = False,
 ) -> RankSet:
     """Summarise every log of ``resolved`` (all ranks of a job), ``jobs`` at a time.
 
@@ -622,15 +585,13 @@ def load_ranks(
     ``on_rank(summary)`` is called in this process as each rank finishes (for progress).
     Empty rank logs, which the resolver skips, are included as ranks with ``empty=True``.
     ``pool`` runs the ranks (the caller's, to run more work in its helpers afterwards); by
-    default one of ``jobs`` processes, this one among them. ``keep``: each process keeps the
-    models it read open (up to :data:`KEEP_BYTES` of logs), for later work in the same
-    processes (a job's comparisons: :func:`kept_rank`, :func:`close_kept_ranks`).
+    default one of ``jobs`` processes, this one among them.
     """
     owned = workdir is None
     work = make_scratch("ranks") if owned else Path(workdir)  # type: ignore[arg-type]
     work.mkdir(parents=True, exist_ok=True)
     tasks = [
-        _Task(rank, log.portable(), str(work), export_mode, per_rank, keep)
+        _Task(rank, log.portable(), str(work), export_mode, per_rank)
         for rank, log in _numbered_logs(resolved)
     ]
     summaries: list[RankSummary] = []

@@ -11,9 +11,7 @@ import dataclasses
 import html
 import json
 import logging
-import os
 import posixpath
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,6 @@ from tlsite.core.analysis.diff import TraceDiff, diff_traces
 from tlsite.core.analysis.divergence import MultiRankReport
 from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
-from tlsite.core.multirank import close_kept_ranks, kept_rank
 from tlsite.core.redact import Redactor
 from tlsite.core.render import fast_markdown
 from tlsite.core.render.diff_pages import render_pages
@@ -210,10 +207,9 @@ def build_rank_diffs(
     own pass.
 
     The pairs share ranks (the largest group's first rank is in each pair with another
-    group): a process builds first the pairs whose ranks it holds (the models it kept from
-    reading the job's ranks, ``load_ranks(keep=True)``, or read for an earlier pair), and
-    reads a log again only for a rank it does not hold. ``pool``: the processes that built
-    the ranks, which build the pairs too; each closes the models it kept.
+    group): a rank's log is read once per process that builds pairs, and its model kept only
+    while a later pair needs it. ``pool``: the processes that built the ranks, which build
+    the pairs too.
     """
     logs = {log.rank: log for log in resolved.logs}
     pairs: list[tuple[int, int]] = []
@@ -233,26 +229,24 @@ def build_rank_diffs(
         budget -= size
         pairs.append((a, b))
     kept = redactor.stats if redactor is not None else None
-    # the pairs shared out among the pool's processes, each claiming the next pair whose
-    # ranks it holds (read for the job's ranks, or for an earlier pair), so that a rank's log
-    # is read again only where it is not at hand; in this process alone when there is no
+    # the pairs shared out among the pool's processes (interleaved: their costs are alike),
+    # each reading a rank once for all its pairs; in this process alone when there is no
     # pool or the logs are read through the redactor (its stats count this process's reads)
     shares = 1 if pool is None or redactor is not None else min(pool.processes, len(pairs))
-    with scratch_folder("pairs") as claims:
-        task = _PairsTask(
-            pairs, {r: logs[r] for pair in pairs for r in pair}, str(site_dir), export_mode
-        )
-        if not pairs:
-            results = []
-        elif pool is None or shares <= 1:
-            results = [_build_pairs(task)]
-        else:
-            task = dataclasses.replace(
-                task,
-                logs={r: log.portable() for r, log in task.logs.items()},
-                claims=claims,
-            )
-            results = list(pool.run(_BUILD_PAIRS, [task] * shares))
+    shares = max(shares, 1)  # no pairs: one empty share, left out below
+    tasks = [
+        _PairsTask(share, {r: logs[r] for pair in share for r in pair}, str(site_dir), export_mode)
+        for share in (pairs[k::shares] for k in range(shares))
+        if share
+    ]
+    if pool is None or shares == 1:
+        results = [_build_pairs(task) for task in tasks]
+    else:
+        tasks = [
+            dataclasses.replace(task, logs={r: log.portable() for r, log in task.logs.items()})
+            for task in tasks
+        ]
+        results = list(pool.run(_BUILD_PAIRS, tasks))
     compared = {pair: diff for result in results for pair, diff in result}
     made = []
     for a, b in pairs:
@@ -271,59 +265,38 @@ def build_rank_diffs(
 
 @dataclass(frozen=True)
 class _PairsTask:
-    """Comparison sites to build: ``site/diff_<a>_<b>/`` for each pair, by one process or
-    by several that each claim the pairs they build in ``claims``."""
+    """Comparison sites to build in one process: ``site/diff_<a>_<b>/`` for each pair."""
 
     pairs: list[tuple[int, int]]
     logs: dict[int, LogSource]
     site: str
     export_mode: bool | None
-    claims: str | None = None
 
 
 _BUILD_PAIRS = "tlsite.mkdocs_plugin.diff_build:_build_pairs"
 
 
 def _build_pairs(task: _PairsTask) -> list[tuple[tuple[int, int], TraceDiff | None]]:
-    """Build each pair's site that this process claims; per pair, the diff the landing page's
-    verdict row shows (without its compiles, which refer to the models closed here), or None
-    when a log is not a trace. A rank this process read for the job's ranks is not read
-    again (:func:`~tlsite.core.multirank.kept_rank`), one read for a pair is kept for the
-    others; all are closed at the end."""
+    """Build each pair's site; per pair, the diff the landing page's verdict row shows
+    (without its compiles, which refer to the models closed here), or None when a log is not
+    a trace. A rank in several pairs is read once, and kept only while a later pair needs it."""
     found: list[tuple[tuple[int, int], TraceDiff | None]] = []
     traces: dict[int, Trace] = {}
     try:
-        for a, b in _claimed(task, traces):
+        for index, (a, b) in enumerate(task.pairs):
             for rank in (a, b):
                 if rank not in traces:
-                    traces[rank] = kept_rank(rank) or load_source(
-                        task.logs[rank], export_mode=task.export_mode
-                    )
+                    traces[rank] = load_source(task.logs[rank], export_mode=task.export_mode)
             if traces[a].stats.not_a_trace() or traces[b].stats.not_a_trace():
                 found.append(((a, b), None))
             else:
                 diff = diff_traces(traces[a], traces[b])
                 build_diff_site(diff, Path(task.site) / f"diff_{a}_{b}", in_job=True)
                 found.append(((a, b), dataclasses.replace(diff, frames=[])))
+            later = {rank for pair in task.pairs[index + 1 :] for rank in pair}
+            for rank in [r for r in traces if r not in later]:
+                traces.pop(rank).close()
     finally:
-        for rank, trace in traces.items():
-            if kept_rank(rank) is not trace:
-                trace.close()
-        close_kept_ranks()
+        for trace in traces.values():
+            trace.close()
     return found
-
-
-def _claimed(task: _PairsTask, traces: dict[int, Trace]) -> Iterator[tuple[int, int]]:
-    """The pairs this process builds, those whose ranks it holds first: each of the pairs
-    alone, or each that it claims first among the processes sharing ``task.claims``."""
-    left = list(task.pairs)
-    while left:
-        held = {rank for rank in task.logs if rank in traces or kept_rank(rank) is not None}
-        pair = max(left, key=lambda p: (p[0] in held) + (p[1] in held))  # the first of the best
-        left.remove(pair)
-        if task.claims is not None:
-            try:
-                os.mkdir(os.path.join(task.claims, f"{pair[0]}_{pair[1]}"))
-            except FileExistsError:  # another process builds it
-                continue
-        yield pair

@@ -9,13 +9,12 @@ job's root's (:mod:`.job_theme`). The landing page compares the ranks' summaries
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import logging
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,13 +25,7 @@ from tlsite.core import LogSource, ResolvedInput, load_source
 from tlsite.core.analysis.divergence import analyse
 from tlsite.core.cleanup import scratch_folder
 from tlsite.core.model import Trace
-from tlsite.core.multirank import (
-    RankSummary,
-    close_kept_ranks,
-    job_ranks,
-    load_ranks,
-    rank_pool,
-)
+from tlsite.core.multirank import RankSummary, job_ranks, load_ranks, rank_pool
 from tlsite.core.redact import Redactor, redaction_note
 from tlsite.core.render.landing import render_landing
 from tlsite.core.render.multirank_files import write_multirank_files
@@ -118,18 +111,15 @@ def build_multirank(
             pool = None
     n_ranks = len(job_ranks(resolved))
     hook = functools.partial(build_rank_report, str(site_dir), redactor, n_ranks)
-    # the processes that build the ranks build the comparisons too (this one among them),
-    # from the ranks' models they keep open
+    # the processes that build the ranks build the comparisons too (this one among them)
     with (
         pool if pool is not None else rank_pool(jobs) as pool,
-        _kept_ranks_closed(),
         load_ranks(
             resolved,
             export_mode=export_mode,
             per_rank=hook,
             on_rank=on_rank,
             pool=pool,
-            keep=True,
         ) as ranks,
     ):
         forget_alike_pages()  # what the ranks built in this process kept (jobs=1)
@@ -167,16 +157,6 @@ def build_multirank(
             clean = clean and bool(extra.get("clean", True))
             copies += extra.get("copies", [])
     return MultiRankOutcome(summaries, lines, clean, copies)
-
-
-@contextlib.contextmanager
-def _kept_ranks_closed() -> Iterator[None]:
-    """Close the ranks' models this process kept, however the build ends (the comparisons
-    close them once built)."""
-    try:
-        yield
-    finally:
-        close_kept_ranks()
 
 
 def _build_empty_rank(site_dir: Path, summary: RankSummary, n_ranks: int) -> None:

@@ -240,6 +240,8 @@ def test_markdown_syntax_in_prose_is_refused_or_converted_as_python_markdown_doe
         '!!! note "t"\nnot indented',
         "[a](b.md#c)",
         "[a](?x)",
+        "`#!python x`",  # inlinehilite highlights these
+        "`:::python x`",
     ],
 )
 def test_prose_outside_the_subset_is_refused(body: str) -> None:
@@ -309,59 +311,6 @@ def test_tlsite_diff_sites_are_built_as_by_the_base_revision(tmp_path: Path) -> 
             subprocess.run(command, check=False, env=env, capture_output=True, timeout=300)
             sites.append(site_files(out))
         assert sites[0] and sites[0] == sites[1], (before, after)
-
-
-# -- each rank's log read once ------------------------------------------------------------------
-def test_each_ranks_log_is_read_once_in_a_jobs_build(
-    ddp16_job: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The comparisons use the models the ranks' reports were built from (kept open, whole),
-    not a second read of six of the logs; what they show is what a fresh read compares."""
-    from tlsite.core import multirank
-    from tlsite.mkdocs_plugin import diff_build, multirank_build
-
-    reads: list[str] = []
-
-    def counted(source: object, **kwargs: object) -> object:
-        reads.append(source.display_name)  # type: ignore[attr-defined]
-        return load_source(source, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(multirank, "load_source", counted)
-    monkeypatch.setattr(diff_build, "load_source", counted)
-    site = tmp_path / "site"
-    multirank_build.build_multirank(ddp16_job, site, jobs=1)  # type: ignore[arg-type]
-    assert len(reads) == 16 and len(set(reads)) == 16
-    assert all(multirank.kept_rank(rank) is None for rank in range(16))  # all closed
-    logs = {log.rank: log for log in ddp16_job.logs}  # type: ignore[attr-defined]
-    before, after = load_source(logs[6]), load_source(logs[3])
-    try:
-        fresh = diff_build.diff_json(diff_traces(before, after))
-    finally:
-        before.close()
-        after.close()
-    assert (site / "diff_6_3" / "diff.json").read_text(encoding="utf-8") == fresh
-    assert len(list((site / "diff_6_3" / "compiles").glob("*.html"))) >= 5
-
-
-def test_processes_sharing_the_pairs_each_build_those_whose_ranks_they_hold_first(
-    tmp_path: Path,
-) -> None:
-    from tlsite.mkdocs_plugin.diff_build import _claimed, _PairsTask
-
-    pairs = [(0, 3), (6, 0), (6, 1), (6, 11), (6, 3), (6, 5)]
-    task = _PairsTask(pairs, dict.fromkeys([0, 1, 3, 5, 6, 11]), "", None, str(tmp_path))  # type: ignore[arg-type]
-    held = [dict.fromkeys([6, 0, 3]), dict.fromkeys([1, 11, 5])]
-    claims = [_claimed(task, held[0]), _claimed(task, held[1])]  # type: ignore[arg-type]
-    built: list[list[tuple[int, int]]] = [[], []]
-    for turn in range(12):  # the two processes in turn, each reading what it builds
-        pair = next(claims[turn % 2], None)
-        if pair is not None:
-            built[turn % 2].append(pair)
-            held[turn % 2].update(dict.fromkeys(pair))
-    assert sorted(built[0] + built[1]) == sorted(pairs)
-    assert built[0][0] == (0, 3) and built[1][0] == (6, 1)
-    # what the second process reads: rank 6 for its first pair, then nothing
-    assert {r for pair in built[1] for r in pair} - {1, 11, 5} == {6}
 
 
 def test_a_comparison_sites_search_index_is_materials_without_its_html_parser(
