@@ -66,6 +66,10 @@ ZIP_THREADS = 2
 #: The most entries begun ahead of the one the archive takes next (each waits in memory,
 #: deflated, until its turn).
 _WINDOW = 2 * ZIP_THREADS
+#: The most bytes of site files a build without a zip helper hands to the threads while it
+#: runs: their entries wait in memory until the site is complete. A small trace's site is a
+#: few MB; one whose log is small only on disk (gzip) has the rest deflated at the end.
+_EARLY_BYTES = 32 * 1024 * 1024
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # deterministic archives: same input, same bytes
 _FIXED_TIMESTAMP = 315532800.0  # the same moment as seconds since the epoch (for .7z)
 
@@ -155,12 +159,13 @@ def _add_to_zip(
 class _Entry(NamedTuple):
     """A site file as a zip entry deflated apart from the archive: its local header and data
     (``data``, the bytes the archive gets where the entry goes), its record for the archive's
-    directory (``info``; None for a file only hashed) and the file's digest (None when not
-    taken)."""
+    directory (``info``; None for a file only hashed), the file's digest (None when not
+    taken) and its modification time when it was opened (None when not deflated here)."""
 
     info: zipfile.ZipInfo | None
     data: bytes
     digest: Digest | None
+    mtime_ns: int | None = None
 
 
 def _deflate_entry(path: str, name: str, level: int | None, hashed: bool = True) -> _Entry:
@@ -181,6 +186,7 @@ def _deflate_entry(path: str, name: str, level: int | None, hashed: bool = True)
     parts = [b""]  # the local header, once the sizes are known
     crc = size = 0
     with open(path, "rb") as source:
+        mtime_ns = os.fstat(source.fileno()).st_mtime_ns
         while chunk := source.read(_CHUNK):
             crc = zlib_ng.crc32(chunk, crc)
             if sha256 is not None:
@@ -195,7 +201,7 @@ def _deflate_entry(path: str, name: str, level: int | None, hashed: bool = True)
     info.flag_bits = 0
     parts[0] = info.FileHeader(False)
     digest = None if sha256 is None else Digest.of(size, sha256.digest())
-    return _Entry(info, b"".join(parts), digest)
+    return _Entry(info, b"".join(parts), digest, mtime_ns)
 
 
 def _put(archive: zipfile.ZipFile, entry: _Entry) -> None:
@@ -264,11 +270,13 @@ class _Deflater:
         return self.submit(self._deflate, name, level, hashed)
 
     def stale(self, name: str, entry: _Entry) -> bool:
-        """Whether ``entry`` was begun early and the file has changed size since (it was
-        handed over before it was final): then it is forgotten."""
+        """Whether ``entry`` was begun early and the file has changed since (it was handed
+        over before it was final: its size or modification time differs): then it is
+        forgotten."""
         if name not in self._handed or entry.digest is None:
             return False
-        if os.stat(os.path.join(self.site, name)).st_size == entry.digest.size:
+        now = os.stat(os.path.join(self.site, name))
+        if (now.st_size, now.st_mtime_ns) == (entry.digest.size, entry.mtime_ns):
             return False
         self._early.pop(name, None)
         self._handed.discard(name)
@@ -676,11 +684,14 @@ class ZipWriter:
         file (not before: while a big trace is read, an idle worker only took memory), or
         without one, begin deflating it on this process's threads: a file that goes in only if
         it fits (see :func:`_deferred`) only while the files handed over so far, as they
-        are, are under the attachment limit (past it, it may be left out)."""
+        are, are under the attachment limit (past it, it may be left out), and none past
+        :data:`_EARLY_BYTES`."""
         if not self._background and self._worker is None:
             name = os.path.relpath(path, self.site).replace(os.sep, "/")
             size = os.stat(path).st_size
             self._handed_bytes += size
+            if self._handed_bytes > _EARLY_BYTES:  # the rest is deflated at the end
+                return
             if _deferred(name) and self._handed_bytes > GITHUB_ATTACHMENT_LIMIT:
                 return
             if self._deflater is None:

@@ -13,6 +13,7 @@ is (the base-revision tests compare it with the base's); no test measures time
 from __future__ import annotations
 
 import collections
+import hashlib
 import threading
 import zipfile
 from pathlib import Path
@@ -137,3 +138,49 @@ def test_a_file_handed_over_and_changed_after_goes_in_as_it_ends(tmp_path: Path)
     writer.finish(trace="t.log", version="0", extra=None)
     with zipfile.ZipFile(tmp_path / "site.zip") as archive:
         assert archive.read("site/a.html") == b"second, longer"
+
+
+def test_a_file_rewritten_at_its_size_after_it_was_handed_over_goes_in_as_it_ends(
+    tmp_path: Path,
+) -> None:
+    """The same size is not the same file: its new text goes in, and its new digest."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.html").write_text("first!")
+    writer = ZipWriter(site, tmp_path / "site.zip", background=False, input_size=100)
+    writer.add(site / "a.html")
+    assert writer._deflater is not None
+    writer._deflater.start("a.html", None).result()  # deflated as it was first
+    (site / "a.html").write_text("SECOND")
+    writer.finish(trace="t.log", version="0", extra=None)
+    with zipfile.ZipFile(tmp_path / "site.zip") as archive:
+        assert archive.read("site/a.html") == b"SECOND"
+        manifest = archive.read(f"site/{MANIFEST_NAME}").decode()
+    assert hashlib.sha256(b"SECOND").hexdigest() in manifest
+
+
+def test_a_small_build_holds_at_most_so_many_bytes_of_early_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log small on disk may unpack to a big site (gzip): past ``_EARLY_BYTES`` of files
+    handed over, the rest is deflated at the end, not held in memory; the same archive."""
+    handed: list[int] = []
+    early = bundle._Deflater.early
+
+    def spied_early(self: Any, name: str, level: int, size: int) -> None:
+        handed.append(size)
+        early(self, name, level, size)
+
+    monkeypatch.setattr(bundle, "_EARLY_BYTES", 200_000)
+    monkeypatch.setattr(bundle._Deflater, "early", spied_early)
+    outcome = build(str(example_trace()), tmp_path / "report", bundle="zip")
+    assert outcome.bundle is not None
+    assert handed and sum(handed) <= 200_000
+    assert sum(p.stat().st_size for p in outcome.site.rglob("*") if p.is_file()) > 1_000_000
+
+    monkeypatch.undo()
+    again = tmp_path / "again" / "report"
+    again.parent.mkdir()
+    outcome.site.rename(again)
+    write_bundle(again, "zip", **_manifest_fields(again), copies=copies_linked(again))
+    assert again.with_name("report.zip").read_bytes() == outcome.bundle.read_bytes()
