@@ -362,6 +362,8 @@ def _inline(text: str, link: Callable[[str], str | None]) -> str | None:
         elif kind == "escape":
             out.append(token.group()[1])
         elif kind == "code":
+            if token.group().startswith(("`#!", "`:::")):  # inlinehilite's language prefixes
+                return None
             out.append(f"<code>{token.group()[1:-1]}</code>")
         elif kind == "link":
             target = link(token.group("url"))
