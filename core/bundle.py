@@ -30,7 +30,7 @@ from collections.abc import (
 )
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from zlib_ng import zlib_ng
 
@@ -316,20 +316,12 @@ class _Deflater:
 
 def _file_digest(path: str | Path) -> Digest:
     """The size and SHA-256 of ``path``."""
-    with open(path, "rb") as source:
-        return _read_digest(source)
-
-
-def _read_digest(source: BinaryIO, *, copy_to: Callable[[bytes], Any] | None = None) -> Digest:
-    """The size and SHA-256 of what ``source`` holds, read once (each chunk also given to
-    ``copy_to``)."""
     digest = hashlib.sha256()
     size = 0
-    while chunk := source.read(_CHUNK):
-        digest.update(chunk)
-        if copy_to is not None:
-            copy_to(chunk)
-        size += len(chunk)
+    with open(path, "rb") as source:
+        while chunk := source.read(_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
     return Digest.of(size, digest.digest())
 
 
