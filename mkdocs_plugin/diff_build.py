@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from material.plugins.search.plugin import SearchIndex
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import Files, InclusionLevel
@@ -36,7 +35,7 @@ from tlsite.core.worker import TaskPool
 from .csp import add_csp, add_csp_to_template
 from .deferred_page import site_markdown, take_conversion
 from .job_theme import InJob
-from .search_index import ReportSearchIndex, index_pages_with
+from .search_index import use_report_index
 from .site_config import build_site, site_config
 from .stamp import Stamping
 
@@ -97,11 +96,7 @@ class _DiffPolicy(BasePlugin):
         self._stamping = Stamping()
 
     def on_files(self, files: Files, /, *, config: Any) -> Files:
-        search = config.plugins.get("material/search")
-        index = getattr(search, "search_index", None)
-        if type(index) is SearchIndex:
-            search.search_index = ReportSearchIndex(shared_min=None, **index.config)
-            index_pages_with(search, config)
+        use_report_index(config, shared_min=None)
         for file in files.documentation_pages():
             if file.src_uri == _INDEX:  # with the title the navigation gives it
                 _ComparePage(_INDEX_TITLE, file, config)  # MkDocs keeps it as the file's page

@@ -25,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from material.plugins.search.plugin import SearchIndex
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files, InclusionLevel
 from mkdocs.utils import nest_paths
@@ -42,7 +41,7 @@ from tlsite.core.store import PayloadRef, PayloadStore
 from .csp import add_csp
 from .deferred_page import DeferredPage, conversions
 from .prepared import PreparedReport, prepare_report
-from .search_index import ReportSearchIndex, index_pages_with
+from .search_index import ReportSearchIndex, use_report_index
 from .site_config import (
     ASSET_DIR,
     CODE_INDEX,
@@ -453,14 +452,7 @@ class OwnSite(ReportPages):
     def _index_search(self, config: MkDocsConfig) -> None:
         """Index the pages for Material's search with :class:`ReportSearchIndex`
         (``mkdocs serve --dirty`` would need Material's own index)."""
-        search = config.plugins.get("material/search")
-        index = getattr(search, "search_index", None)
-        if type(index) is SearchIndex:
-            found = self._prepare().code_index.anchors()
-            search.search_index = ReportSearchIndex(  # type: ignore[union-attr]
-                found_elsewhere=found, **index.config
-            )
-            index_pages_with(search, config)
+        use_report_index(config, found_elsewhere=self._prepare().code_index.anchors())
 
     def on_nav(self, files: Files) -> None:
         self._stamping.on_nav(files)

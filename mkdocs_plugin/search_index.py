@@ -486,6 +486,17 @@ def _is_materials_handler(handler: Any) -> bool:
     )
 
 
+def use_report_index(config: Any, **options: Any) -> None:
+    """Put a :class:`ReportSearchIndex` (with ``options``) in place of Material's search
+    index, its pages indexed by :func:`index_pages_with`; a search plugin whose index is not
+    Material's own (``mkdocs serve --dirty`` needs that one) keeps it."""
+    search = config.plugins.get("material/search")
+    index = getattr(search, "search_index", None)
+    if type(index) is SearchIndex:
+        search.search_index = ReportSearchIndex(**options, **index.config)
+        index_pages_with(search, config)
+
+
 def index_pages_with(search: Any, config: Any) -> None:
     """Have Material's search plugin ``search`` (its index replaced by a
     :class:`ReportSearchIndex`) index each page with :func:`without_search_attributes` for

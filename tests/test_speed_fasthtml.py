@@ -213,13 +213,8 @@ def shown(page: Path) -> tuple[list[str], list]:
     return [word.replace(WORD_JOINER, "") for word in words], headings
 
 
-def built_recording_python_markdown(
-    trace: Path, out: Path, monkeypatch: pytest.MonkeyPatch
-) -> tuple[Path, list[str]]:
-    """``trace``'s site built (no bundle) into ``out``, and every source Python-Markdown
-    converted while it was."""
-    from tlsite.cli import build as build_site
-
+def recording_python_markdown(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The list every source Python-Markdown converts from now on (in this test) goes to."""
     sources: list[str] = []
     convert = markdown.Markdown.convert
 
@@ -228,6 +223,17 @@ def built_recording_python_markdown(
         return convert(self, source)
 
     monkeypatch.setattr(markdown.Markdown, "convert", recorded)
+    return sources
+
+
+def built_recording_python_markdown(
+    trace: Path, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, list[str]]:
+    """``trace``'s site built (no bundle) into ``out``, and every source Python-Markdown
+    converted while it was."""
+    from tlsite.cli import build as build_site
+
+    sources = recording_python_markdown(monkeypatch)
     return build_site(str(trace), out, make_zip=False).site, sources
 
 

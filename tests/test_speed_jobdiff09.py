@@ -17,12 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import markdown
 import pytest
 from corpus import FIXTURE_TRACES, PROJECT_ROOT
 from revisions import BASE_REV, needs_base_rev, site_files, snapshot
 from test_hostile_trace import hostile_trace
-from test_speed_fasthtml import python_markdown
+from test_speed_fasthtml import python_markdown, recording_python_markdown
 
 from tlsite.core import load, load_source
 from tlsite.core.analysis.diff import diff_traces
@@ -268,14 +267,7 @@ def test_a_comparison_site_converts_only_pages_with_a_code_diff_with_python_mark
     try:
         diff = diff_traces(before, after)
         bodies = {page.path: page.markdown for page in render_pages(diff)}
-        converted: list[str] = []
-        convert = markdown.Markdown.convert
-
-        def spy(self: markdown.Markdown, source: str) -> str:
-            converted.append(source)
-            return convert(self, source)
-
-        monkeypatch.setattr(markdown.Markdown, "convert", spy)
+        converted = recording_python_markdown(monkeypatch)
         build_diff_site(diff, tmp_path / "site", in_job=True)
     finally:
         before.close()
@@ -320,7 +312,7 @@ def test_a_comparison_sites_search_index_is_materials_without_its_html_parser(
     indexed where it is: the same index as Material's parser makes of the same pages."""
     from material.plugins.search import plugin as material_search
 
-    from tlsite.mkdocs_plugin import diff_build
+    from tlsite.mkdocs_plugin import search_index
 
     logs = {log.rank: log for log in ddp16_job.logs}  # type: ignore[attr-defined]
     before, after = load_source(logs[6]), load_source(logs[5])
@@ -336,7 +328,8 @@ def test_a_comparison_sites_search_index_is_materials_without_its_html_parser(
             )
             build_diff_site(diff, tmp_path / "site", in_job=True)
         assert fed == []
-        monkeypatch.setattr(diff_build, "SearchIndex", type("NotMaterials", (), {}))
+        # the plugin's index is not Material's own: Material's handler indexes the pages
+        monkeypatch.setattr(search_index, "SearchIndex", type("NotMaterials", (), {}))
         build_diff_site(diff, tmp_path / "materials", in_job=True)  # Material indexes it
     finally:
         before.close()
