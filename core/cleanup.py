@@ -6,6 +6,8 @@ is interrupted, and :func:`exit_on_sigterm` makes SIGTERM unwind the same way; S
 be caught, so each folder is named ``…tlsite-<kind>-<pid>-…`` and holds a marker file with its
 owner's pid and host, and :func:`remove_stale` (run when a build starts) removes those whose
 owner is gone. A folder without the marker, or whose owner still runs, is never touched.
+Whatever a ``finally`` could not reach (a signal between a folder's making and the block that
+removes it) is removed when the process exits.
 """
 
 from __future__ import annotations
@@ -31,12 +33,28 @@ EXIT_TERMINATED = 128 + signal.SIGTERM
 _NAME = re.compile(r"(?:^|\.)tlsite-[a-z]+(?:-[a-z]+)*-(?P<pid>[0-9]+)(?:-[^/]*)?$")
 
 
+#: The scratch folders made and not yet removed, with the pid of the process that made each
+#: (a forked child inherits the parent's, which are not its to remove).
+_made: dict[str, int] = {}
+
+
 def make_scratch(kind: str, parent: str | os.PathLike[str] | None = None, prefix: str = "") -> Path:
     """A new folder ``<prefix>tlsite-<kind>-<pid>-<random>`` in ``parent`` (default: the
-    temporary folder), marked as this process's."""
+    temporary folder), marked as this process's and removed at exit if nothing removed it
+    before."""
     path = Path(tempfile.mkdtemp(prefix=f"{prefix}tlsite-{kind}-{os.getpid()}-", dir=parent))
+    _made[os.fspath(path)] = os.getpid()
     mark(path)
     return path
+
+
+def _remove_leftovers() -> None:
+    for path, pid in list(_made.items()):
+        if pid == os.getpid():
+            remove_scratch(path)
+
+
+atexit.register(_remove_leftovers)
 
 
 @contextlib.contextmanager
@@ -113,6 +131,7 @@ def remove_scratch(path: str | os.PathLike[str]) -> None:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
     shutil.rmtree(path, ignore_errors=True)
+    _made.pop(os.fspath(Path(path)), None)
 
 
 def remove_stale(parent: str | os.PathLike[str] | None = None) -> list[Path]:

@@ -231,9 +231,10 @@ def _read_log(
         trace.notes.extend(notes)
         return trace, None
     store_root = str(make_scratch("store"))
-    highlighter = Highlighter(Path(store_root) / "highlight")
-    highlighter.start()
-    try:
+    highlighter = None
+    try:  # from the folder's making: a SIGTERM while the workers start removes it too
+        highlighter = Highlighter(Path(store_root) / "highlight")
+        highlighter.start()
         trace = load_source(
             log,
             store=PayloadStore(store_root, owned=True),
@@ -242,7 +243,8 @@ def _read_log(
             on_artifact=highlight_ahead(highlighter),
         )
     except BaseException:
-        highlighter.close()
+        if highlighter is not None:
+            highlighter.close()
         remove_scratch(store_root)
         raise
     trace.notes.extend(notes)

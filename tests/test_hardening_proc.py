@@ -338,6 +338,55 @@ def test_sigterm_during_a_build_removes_its_staging_folder_and_payload_store(
     assert not (tmp_path / "report").exists()
 
 
+SCRATCH_THEN_SIGTERM = """
+import os, signal, sys
+from tlsite.core.cleanup import exit_on_sigterm, make_scratch
+exit_on_sigterm()
+made = make_scratch("store")  # no finally removes it: as if the signal came just after
+if os.fork() == 0:  # a child that exits through the interpreter leaves its parent's alone
+    sys.exit(0)
+os.wait()
+print("kept by the child's exit" if made.is_dir() else "removed by the child's exit")
+os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_a_scratch_folder_no_finally_reached_is_removed_when_the_process_ends(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRATCH_THEN_SIGTERM],
+        env=_env(TMPDIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert done.returncode == 143, done.stderr
+    assert done.stdout.strip() == "kept by the child's exit"
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_sigterm_while_highlight_workers_start_removes_the_payload_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from tlsite.core.cleanup import Terminated
+    from tlsite.core.render.highlight import Highlighter
+    from tlsite.core.source import resolve_input
+    from tlsite.mkdocs_plugin import pipeline
+
+    def terminated(self: Highlighter) -> None:
+        raise Terminated(143)
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(pipeline, "HIGHLIGHT_AHEAD_MIN_BYTES", 0)  # the example takes that path
+    monkeypatch.setattr(Highlighter, "start", terminated)
+    with resolve_input(EXAMPLE) as resolved, pytest.raises(Terminated):
+        pipeline._read_log(resolved.logs[0], export_mode=None, on_bytes=len, notes=[])
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
 def _dead_pid() -> int:
     done = subprocess.Popen([sys.executable, "-c", "pass"])
     done.wait()
