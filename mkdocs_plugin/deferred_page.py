@@ -145,8 +145,12 @@ class DeferredPage(Page):
         converted = self._convert(self.markdown) if site_markdown(config) else None
         if converted is None:
             render_alike(self, config, self._files)  # a job's ranks: once for pages alike
-            return
-        take_conversion(self, converted, config)
+        else:
+            take_conversion(self, converted, config)
+        if "toc" in (self.meta.get("hide") or ()):
+            # Material still writes a hidden table of contents, and its scripts measure the
+            # heading of every entry (see long_tables.TOC_SECTIONS): none is written
+            self.toc = _NO_TOC
 
     def release(self, config: MkDocsConfig) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).

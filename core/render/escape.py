@@ -81,6 +81,12 @@ def md_words(value: object) -> Markup:
     return Markup(f'<span class="tlsite-words">{joined}</span>')
 
 
+def html_words(value: object) -> Markup:
+    """:func:`md_words` for a raw HTML block."""
+    joined = "<wbr>".join(h(part) for part in _WORD_JOIN.split(str(value)))
+    return Markup(f'<span class="tlsite-words">{joined}</span>')
+
+
 def h(value: object) -> Markup:
     """HTML-escape for raw HTML blocks (Markdown leaves their content alone, but
     preprocessors do not: braces become entities, for CriticMarkup and template plugins)."""

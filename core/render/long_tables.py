@@ -9,6 +9,12 @@ with ``content-visibility: auto``, which the browser skips until it is scrolled 
 row stays in the page, for find in page and the site search; ``tlsite.js`` gives the later
 tables the first one's column widths, so they read as one table.
 
+A page of hundreds of sections (a graph-break storm's Graph breaks page) is slow the same
+way: its templates put every :data:`PIECE_SECTIONS` sections after the first ones in a box of
+their own (``tlsite-sections-more``), and past :data:`TOC_SECTIONS` sections the page has no
+table of contents, whose scroll tracking measures every heading of the page each time the
+page's height changes (its table of the sections, at the top, links each one).
+
 The tables are cut where templates write them (:mod:`.templating`), so the Markdown tree
 builds the same pages with plain MkDocs.
 """
@@ -20,6 +26,11 @@ import re
 
 #: Rows of each piece of a long table; a table of at most this many rows stays whole.
 PIECE_ROWS = 100
+#: Sections of each box of a long page's sections after the first ones (templates read it as
+#: ``pieces.PIECE_SECTIONS``).
+PIECE_SECTIONS = 20
+#: A page of more sections than this has no table of contents.
+TOC_SECTIONS = 100
 #: Height a row of a piece is guessed to have before the browser lays it out, and the height
 #: of each further line in it (a list item, a paragraph): a box skipped by the browser is
 #: given its guessed height, which only sets the scroll bar until the box is first shown.

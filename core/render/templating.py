@@ -16,8 +16,7 @@ from markupsafe import Markup
 
 from .. import limits as limits_mod
 from ..handlers import SYMBOLIC_TYPES
-from . import escape
-from .long_tables import cut_long_tables
+from . import escape, long_tables
 
 
 def _md_finalize(value: Any) -> Any:
@@ -49,7 +48,7 @@ def _environment(**escaping: Any) -> jinja2.Environment:
         auto_reload=False,  # templates do not change during a build: no stat per use
         **escaping,
     )
-    env.globals.update(limits=limits_mod, symbolic_types=SYMBOLIC_TYPES)
+    env.globals.update(limits=limits_mod, symbolic_types=SYMBOLIC_TYPES, pieces=long_tables)
     return env
 
 
@@ -69,6 +68,7 @@ def markdown_environment() -> jinja2.Environment:
         reason=escape.md_reason,
         reason_html=escape.html_reason,
         words=escape.md_words,
+        words_html=escape.html_words,
         h=escape.h,
         fence=escape.fence,
         link=escape.external_link,
@@ -82,11 +82,13 @@ def markdown_environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: object) -> str:
-    return cut_long_tables(environment().get_template(template).render(**context))
+    return long_tables.cut_long_tables(environment().get_template(template).render(**context))
 
 
 def render_markdown(template: str, **context: object) -> str:
-    return cut_long_tables(markdown_environment().get_template(template).render(**context))
+    return long_tables.cut_long_tables(
+        markdown_environment().get_template(template).render(**context)
+    )
 
 
 def macro(template: str, name: str) -> Callable[..., str]:
