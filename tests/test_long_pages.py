@@ -164,3 +164,50 @@ def test_a_page_of_few_sections_keeps_its_table_of_contents(tmp_path: Path) -> N
     contents = page[page.index('class="md-nav md-nav--secondary"') :]
     assert len(re.findall(r'href="#break-\d+"', contents[: contents.index("</nav>")])) == BREAKS
     assert "tlsite-sections-more" not in page  # and its sections are not boxed
+
+
+# -- frames compiled once, in a report of many frames -------------------------------------------
+
+
+def _links(page: Path) -> list[str]:
+    text = page.read_text(encoding="utf-8")
+    body = text[text.index("<tbody>") : text.rindex("</tbody>")]
+    return re.findall(r'<tr>\n<td><a href="([^"]+)">', body)
+
+
+@pytest.mark.slow
+def test_a_storm_s_frames_compiled_once_link_their_compile_instead_of_a_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A graph-break storm has a frame per break, each compiled once: a page apiece repeated
+    its index row (thousands of pages to build and zip). Past the navigation's count the
+    index links each such frame's compile page; a recompiled frame keeps its page."""
+    from tlsite.core.render import pages
+
+    monkeypatch.setattr(pages, "MAX_FRAMES_IN_NAV", 1)
+    storm = _build(TRACES[0], tmp_path / "storm", small_pieces=False)
+    recompiled = _build(FIXTURE_TRACES / "recompiles" / "recompiles.log", tmp_path / "rec",
+                        small_pieces=False)  # fmt: skip
+    for site, paged in ((storm, 0), (recompiled, 1)):
+        index = site / "frames" / "index.html"
+        frame_pages = sorted(p.name for p in (site / "frames").glob("frame_*.html"))
+        assert len(frame_pages) == paged
+        links = _links(index)
+        assert links and all((index.parent / link).is_file() for link in links)
+        assert sum(link.startswith("frame_") for link in links) == paged
+        # every page of the site links only pages that exist
+        for page in site.rglob("*.html"):
+            text = page.read_text(encoding="utf-8", errors="replace")
+            for href in re.findall(r'href="(frame_[^"#]+|\.\./frames/[^"#]+)"', text):
+                assert (page.parent / href).is_file(), (page, href)
+    assert "links to the page of its first compile id" in (
+        storm / "frames" / "index.html"
+    ).read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_report_of_few_frames_keeps_a_page_per_frame(tmp_path: Path) -> None:
+    site = _build(TRACES[0], tmp_path / "site", small_pieces=False)  # 24 frames: in the nav
+    links = _links(site / "frames" / "index.html")
+    assert len(links) == 2 * BREAKS and all(link.startswith("frame_") for link in links)
+    assert all((site / "frames" / link).is_file() for link in links)

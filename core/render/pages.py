@@ -112,7 +112,8 @@ GRAPH_KINDS = {
 #: ``compiled_autograd_graph_pre_reordering``, ... (not ``fx_graph_runnable``, a script).
 _GRAPH_ARTIFACT = re.compile(r"_graph(?:_pre_reordering)?$")
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<name>.+)_at_(?P<line>\d+)$")
-#: With more frames than this, the navigation lists only the frames index.
+#: With more frames than this, the navigation lists only the frames index, and a frame that
+#: was never recompiled has no page of its own (see :meth:`ReportRenderer.has_frame_page`).
 MAX_FRAMES_IN_NAV = 40
 
 
@@ -283,7 +284,7 @@ class ReportRenderer:
         if self.trace.unknown_stacks:
             add(self.unknown_stacks_page())
         frame_nav = []  # (title, path): the pages themselves go as they are rendered
-        for frame in self.frames:
+        for frame in filter(self.has_frame_page, self.frames):
             page = self.frame_page(frame)
             frame_nav.append((page.title, page.path))
             add(page)
@@ -304,10 +305,10 @@ class ReportRenderer:
             tree.nav.insert(-2, {"Config": f"{p}config.md"})
         if self.trace.unknown_stacks:
             tree.nav.append({"Unknown stacks": f"{p}unknown_stacks.md"})
-        if frame_nav:
+        if self.frames:
             add(self.frames_index())
             entries: list[Any] = [{"All frames": f"{p}frames/index.md"}]
-            if len(frame_nav) <= MAX_FRAMES_IN_NAV:  # else only the index: nav stays small
+            if len(self.frames) <= MAX_FRAMES_IN_NAV:  # else only the index: nav stays small
                 entries += [{title: f"{p}{path}"} for title, path in frame_nav]
             tree.nav.append({"Frames": entries})
         extra_pages.extend_tree(self, tree)  # provenance, kernel traces, draft-export report
@@ -317,12 +318,29 @@ class ReportRenderer:
         tree.artifact_copies = self.artifact_copies
         return tree
 
+    def has_frame_page(self, frame: views.FrameCompiles) -> bool:
+        """Whether ``frame`` gets a page. In a report of more frames than the navigation
+        lists (a graph-break storm: a frame per break, most compiled once), a frame never
+        recompiled has none: it would repeat the frame's row of the index and the chain of
+        its compile ids that its first compile's page shows; the index links that page."""
+        return len(self.frames) <= MAX_FRAMES_IN_NAV or bool(frame.recompiles)
+
     def frames_index(self) -> Page:
         rows = [
-            (f, f"frame_{_frame_slug(f)}.md", sum(1 for _ in f.recompiles), self.labels[id(f)])
+            (
+                f,
+                f"frame_{_frame_slug(f)}.md"
+                if self.has_frame_page(f)
+                else f"../{self.unit_path(f.units[0])}",
+                sum(1 for _ in f.recompiles),
+                self.labels[id(f)],
+            )
             for f in self.frames
         ]
-        md = render_markdown("frames_index.md", rows=rows, autograd=self.autograd, prefix="../")
+        paged = all(self.has_frame_page(f) for f in self.frames)
+        md = render_markdown(
+            "frames_index.md", rows=rows, autograd=self.autograd, prefix="../", paged=paged
+        )
         return Page("frames/index.md", md, "All frames")
 
     def _autograd_units(self) -> list[CompileUnit]:
