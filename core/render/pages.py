@@ -47,6 +47,7 @@ from .code_terms import CodeSection, code_terms, kernel_names, metric_terms
 from .compat import is_metrics_page, kernel_stack_traces, pretty_json
 from .escape import safe_url, url_path
 from .highlight import BLOCK_ID, CodeBlock, Highlighter, highlight_html
+from .long_tables import cut_long_tables
 from .page import (  # noqa: F401 (re-exported)
     CODE_PLACEHOLDER,
     INLINE_HEAD_LINES,
@@ -338,10 +339,16 @@ class ReportRenderer:
             for f in self.frames
         ]
         paged = all(self.has_frame_page(f) for f in self.frames)
+        blocks: dict[str, Block] = {}
         md = render_markdown(
-            "frames_index.md", rows=rows, autograd=self.autograd, prefix="../", paged=paged
+            "frames_index.md",
+            rows=rows,
+            autograd=self.autograd,
+            prefix="../",
+            paged=paged,
+            part=self._parts(blocks),
         )
-        return Page("frames/index.md", md, "All frames")
+        return Page("frames/index.md", md, "All frames", blocks)
 
     def _autograd_units(self) -> list[CompileUnit]:
         """Compile ids of compiled autograd's own graphs (``[!0/-/-]``): in no frame."""
@@ -586,14 +593,19 @@ class ReportRenderer:
         return Page(self.unit_path(unit), markdown, title, blocks, code)
 
     def graph_breaks_page(self) -> Page:
+        blocks: dict[str, Block] = {}
         md = render_markdown(
             "graph_breaks.md",
             rows=shown(self.graph_breaks, ROWS),
             sections=shown(self.graph_breaks, SECTIONS),
             status=self.status,
             unit_path=self.unit_path,
+            part=self._parts(blocks),
+            code_part=lambda token, text: self._code_part(
+                token, text, "text", blocks, "tlsite-wrap"
+            ),
         )
-        return Page("graph_breaks.md", md, "Graph breaks")
+        return Page("graph_breaks.md", md, "Graph breaks", blocks)
 
     def recompiles_page(self) -> Page:
         frames = sorted((f for f in self.frames if f.recompiles), key=lambda f: -len(f.recompiles))
@@ -607,6 +619,7 @@ class ReportRenderer:
 
     def failures_page(self) -> Page:
         failures = self.failures
+        blocks: dict[str, Block] = {}
         md = render_markdown(
             "failures.md",
             rows=shown(failures, ROWS),
@@ -614,8 +627,9 @@ class ReportRenderer:
             exports=self.exports,
             status=self.status,
             unit_path=self.unit_path,
+            part=self._parts(blocks),
         )
-        return Page("failures.md", md, "Failures and restarts")
+        return Page("failures.md", md, "Failures and restarts", blocks)
 
     def compile_time_page(self) -> Page:
         rows = _chart_rows(self.times[:40])
@@ -852,6 +866,17 @@ class ReportRenderer:
         placeholder that the build replaces as soon as it has converted the page."""
         blocks[token] = PagePart(html.strip())
         return Markup(PART_PLACEHOLDER.format(token=token))
+
+    @classmethod
+    def _parts(cls, blocks: dict[str, Block]) -> Callable[..., Markup]:
+        """For templates, ``{% call part(token) %}HTML{% endcall %}``: the HTML (a long
+        list's table, cut into pieces) as a :class:`~.page.PagePart`, which Markdown does
+        not parse (Python-Markdown took a second over a storm's thousands of rows)."""
+
+        def part(token: str, caller: Callable[[], str]) -> Markup:
+            return cls._part(token, cut_long_tables(str(caller())), blocks)
+
+        return part
 
     @staticmethod
     def _code_part(
