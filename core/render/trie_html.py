@@ -1,4 +1,13 @@
-"""Render a stack trie as nested lists (the theme's JavaScript makes them collapsible)."""
+"""Render a stack trie as nested lists (the theme's JavaScript makes them collapsible).
+
+A graph-break storm's trie has a level of thousands of nodes (one call site compiling a
+thousand functions). While the overview loads, Material's scripts make the browser recompute
+the styles of the whole page several times, each time over every node. A level of more than
+:data:`PIECE_NODES` nodes is therefore written as lists of :data:`PIECE_NODES` nodes: the
+first as before, each further one with ``content-visibility: auto`` (``tlsite.css``), which
+the browser skips until it nears the screen. Every node stays in the page, in order, for find
+in page and the site search; the +/- toggle of a node hides and shows all of its lists.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,7 @@ from markupsafe import Markup
 
 from ..analysis.stack_trie import TrieNode
 from ..model import CompileUnit
+from .long_tables import LINE_PX
 from .templating import render
 
 #: Compile-id links shown at one trie node before "and N more".
@@ -20,26 +30,46 @@ MAX_LINKS_PER_NODE = 200
 #: below it, with a note.
 MAX_DEPTH = 64
 
+#: Nodes of each list of a trie level; a level of at most this many nodes is one list.
+PIECE_NODES = 100
+
 
 @dataclass(frozen=True, slots=True)
 class TrieItem:
-    """One node to show, or (``node`` None) the end of the list of children it opened."""
+    """One node to show, or (``node`` None) the end of the list of children it opened, or
+    (``node`` None, ``piece_px``) the end of a piece of a long level: its next nodes follow
+    in a further list."""
 
     node: TrieNode | None
     units: list[CompileUnit]
     terminals: int = 0
     deeper: int = 0  # frames below this node not shown (the stack went on past MAX_DEPTH)
     opens: bool = False  # its children follow, as a nested list
+    piece_px: int = 0  # the next piece's guessed height, until the browser lays it out
 
 
 def trie_items(root: TrieNode, max_depth: int = MAX_DEPTH) -> Iterator[TrieItem]:
     """The trie in document order, without recursion (stacks can be thousands of frames deep
-    in a hostile trace): each node, then its children's items, then a closing item."""
-    todo: list[tuple[TrieNode | None, int]] = [(c, 1) for c in reversed(root.children.values())]
+    in a hostile trace): each node, then its children's items, then a closing item; a level
+    of more than :data:`PIECE_NODES` nodes has a piece item before each further piece."""
+    lines: dict[int, int] = {}  # id(node) -> lines its subtree takes, once a level is cut
+    todo: list[tuple[TrieNode | None, int, int]] = []  # node or None (an end), depth, px
+
+    def push_level(parent: TrieNode, depth: int) -> None:
+        children = list(parent.children.values())
+        for start in range(len(children) - 1, -1, -1):
+            todo.append((children[start], depth, 0))
+            if start and start % PIECE_NODES == 0:
+                if not lines:
+                    lines.update(_subtree_lines(root))
+                piece = children[start : start + PIECE_NODES]
+                todo.append((None, depth, LINE_PX * sum(lines[id(c)] for c in piece)))
+
+    push_level(root, 1)
     while todo:
-        node, depth = todo.pop()
+        node, depth, piece_px = todo.pop()
         if node is None:
-            yield TrieItem(None, [])
+            yield TrieItem(None, [], piece_px=piece_px)
             continue
         if node.children and depth >= max_depth:
             units, terminals, deeper = _below(node)
@@ -47,8 +77,24 @@ def trie_items(root: TrieNode, max_depth: int = MAX_DEPTH) -> Iterator[TrieItem]
             continue
         yield TrieItem(node, node.units, node.terminals, opens=bool(node.children))
         if node.children:
-            todo.append((None, depth))
-            todo.extend((c, depth + 1) for c in reversed(node.children.values()))
+            todo.append((None, depth, 0))
+            push_level(node, depth + 1)
+
+
+def _subtree_lines(root: TrieNode) -> dict[int, int]:
+    """Lines each node's subtree takes on the page (by ``id``): a line per node and per
+    source line shown under it; a guess, for the height of a piece not yet laid out."""
+    order: list[TrieNode] = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        order.append(node)
+        todo.extend(node.children.values())
+    lines: dict[int, int] = {}
+    for node in reversed(order):
+        own = 1 + (node.frame is not None and bool(node.frame.loc))
+        lines[id(node)] = own + sum(lines[id(c)] for c in node.children.values())
+    return lines
 
 
 def _below(node: TrieNode) -> tuple[list[CompileUnit], int, int]:

@@ -3,6 +3,8 @@
  *
  * Markup (written by tlsite's renderer):
  *   <li class="trie-node"><span class="trie-toggle"></span> frame text <ul>...children...</ul></li>
+ * (a node of many children has several lists of them, core/render/trie_html.py: the toggle
+ * hides and shows them all)
  * Without JavaScript every level stays visible. With it, nodes deeper than OPEN_DEPTH start
  * collapsed only when no compile id hangs below them (a compile id is what a user looks for,
  * and library frames are where torch compiles), so every compile id shows on first load. A
@@ -26,10 +28,10 @@
     return depth;
   }
 
-  function setOpen(node, toggle, children, open) {
+  function setOpen(node, toggle, lists, open) {
     node.classList.toggle("trie-collapsed", !open);
     // `hidden` rather than CSS alone: Material forces `display` on `ul:not([hidden])`
-    children.hidden = !open;
+    lists.forEach(function (list) { list.hidden = !open; });
     toggle.setAttribute("aria-expanded", open ? "true" : "false");
   }
 
@@ -37,22 +39,22 @@
     if (node.hasAttribute("data-trie-bound")) return;
     node.setAttribute("data-trie-bound", "");
     var toggle = node.querySelector(":scope > .trie-toggle");
-    var children = node.querySelector(":scope > ul");
-    if (!toggle || !children) {
+    var lists = node.querySelectorAll(":scope > ul");
+    if (!toggle || !lists.length) {
       node.classList.add("trie-leaf"); // nothing to expand
       return;
     }
     toggle.setAttribute("role", "button");
     toggle.setAttribute("tabindex", "0");
-    var open = depthOf(node) < OPEN_DEPTH || children.querySelector("a.cid") !== null;
-    setOpen(node, toggle, children, open);
+    var open = depthOf(node) < OPEN_DEPTH || node.querySelector(":scope > ul a.cid") !== null;
+    setOpen(node, toggle, lists, open);
     toggle.addEventListener("click", function () {
-      setOpen(node, toggle, children, children.hidden);
+      setOpen(node, toggle, lists, lists[0].hidden);
     });
     toggle.addEventListener("keydown", function (event) {
       if (event.key === "Enter" || event.key === " ") {
         event.preventDefault(); // Space would otherwise scroll the page
-        setOpen(node, toggle, children, children.hidden);
+        setOpen(node, toggle, lists, lists[0].hidden);
       }
     });
   }
