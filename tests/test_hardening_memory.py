@@ -133,6 +133,16 @@ def breaks_trace(count: int) -> list[str]:
     ]
 
 
+def _sections_in_pieces_without_contents(markdown: str) -> None:
+    """A page of SECTIONS sections: after the first PIECE_SECTIONS, in boxes that the browser
+    lays out when they near the screen, and no table of contents (long_tables)."""
+    from tlsite.core.render.long_tables import PIECE_SECTIONS
+
+    boxes = markdown.count('<div class="tlsite-sections-more" markdown>')
+    assert boxes == -(-(SECTIONS - PIECE_SECTIONS) // PIECE_SECTIONS)
+    assert markdown.split("---", 2)[1].endswith("hide:\n  - toc\n")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("count", [20_000, 50_000])
 def test_the_graph_breaks_page_lists_a_bounded_number(count: int):
@@ -142,10 +152,12 @@ def test_the_graph_breaks_page_lists_a_bounded_number(count: int):
     try:
         renderer = ReportRenderer(trace)
         assert len(renderer.graph_breaks) == count
-        page = plain(renderer.graph_breaks_page().markdown)
+        markdown = renderer.graph_breaks_page().standalone_markdown()  # its table is HTML
+        page = plain(markdown)
         assert f"{count:,} distinct graph breaks, most frequent first." in page
         assert len(re.findall(r"^## \d+\. ", page, re.M)) == SECTIONS
-        assert len(re.findall(r"^\| \d+ \| ", page, re.M)) == ROWS
+        assert len(re.findall(r'<tr>\n<td style="text-align: right;">\d+</td>', markdown)) == ROWS
+        _sections_in_pieces_without_contents(markdown)
         assert f"{count - ROWS:,} more distinct graph breaks not shown" in page
         assert f"{count - SECTIONS:,} more graph breaks in detail not shown" in page
         recompiles = plain(renderer.recompiles_page().markdown)
@@ -176,10 +188,12 @@ def test_the_failures_page_lists_a_bounded_number():
     try:
         renderer = ReportRenderer(trace)
         assert len(renderer.failures) == count
-        page = plain(renderer.failures_page().markdown)
+        markdown = renderer.failures_page().standalone_markdown()  # its table is HTML
+        page = plain(markdown)
         assert f"This run had **{count:,} restart(s) and/or compilation failure(s)**" in page
-        assert len(re.findall(r"^\| \[\[0/\d+\]\]", page, re.M)) == ROWS
+        assert len(re.findall(r'<tr>\n<td><a href="-_0_\d+_0/index\.html">', markdown)) == ROWS
         assert len(re.findall(r"^## \[0/\d+\]: Unsupported$", page, re.M)) == SECTIONS
+        _sections_in_pieces_without_contents(markdown)
         assert f"{count - ROWS:,} more restarts and failures not shown" in page
         assert f"{count - SECTIONS:,} more failures in detail not shown" in page
         times_markdown = renderer.compile_time_page().markdown  # its table is HTML

@@ -31,7 +31,9 @@ from tlsite.mkdocs_plugin import pipeline
 from tlsite.mkdocs_plugin.build import build_report
 
 #: The revision whose sites are the reference: the last whose compile pages these match.
-BASE = BASE_REV or "351a2fd"  # the last change to what a site holds (graph-break storms' list pages)
+BASE = (
+    BASE_REV or "351a2fd"
+)  # the last change to what a site holds (graph-break storms' list pages)
 TRAINING = sorted(TORCH_213.glob(TRAINING_TRACE_GLOB))[0] if TORCH_213.exists() else None
 needs_training = pytest.mark.skipif(TRAINING is None, reason="no torch 2.13 training trace")
 

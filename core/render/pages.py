@@ -601,9 +601,7 @@ class ReportRenderer:
             status=self.status,
             unit_path=self.unit_path,
             part=self._parts(blocks),
-            code_part=lambda token, text: self._code_part(
-                token, text, "text", blocks, "tlsite-wrap"
-            ),
+            code_part=self._text_parts(blocks),
         )
         return Page("graph_breaks.md", md, "Graph breaks", blocks)
 
@@ -628,6 +626,7 @@ class ReportRenderer:
             status=self.status,
             unit_path=self.unit_path,
             part=self._parts(blocks),
+            code_part=self._text_parts(blocks),
         )
         return Page("failures.md", md, "Failures and restarts", blocks)
 
@@ -877,6 +876,13 @@ class ReportRenderer:
             return cls._part(token, cut_long_tables(str(caller())), blocks)
 
         return part
+
+    @classmethod
+    def _text_parts(cls, blocks: dict[str, Block]) -> Callable[[str, str], Markup]:
+        """For templates, ``code_part(token, text)``: trace text as a wrapped code block
+        (:meth:`_code_part`), which Markdown does not parse and whose lines get no anchors
+        (hundreds of a storm's graph breaks and failures each have one)."""
+        return lambda token, text: cls._code_part(token, text, "text", blocks, "tlsite-wrap")
 
     @staticmethod
     def _code_part(
