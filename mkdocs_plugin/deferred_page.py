@@ -20,7 +20,7 @@ from typing import Any
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page, _HTMLHandler
-from mkdocs.structure.toc import AnchorLink, get_toc
+from mkdocs.structure.toc import AnchorLink, TableOfContents, get_toc
 
 from tlsite.core.render import fast_markdown
 from tlsite.core.store import PayloadRef, PayloadStore
@@ -149,8 +149,11 @@ class DeferredPage(Page):
             take_conversion(self, converted, config)
         if "toc" in (self.meta.get("hide") or ()):
             # Material still writes a hidden table of contents, and its scripts measure the
-            # heading of every entry (see long_tables.TOC_SECTIONS): none is written
-            self.toc = _NO_TOC
+            # heading of every entry (see long_tables.TOC_SECTIONS): only the page's title
+            # is kept, which Material's "Skip to content" link points to
+            first = next(iter(self.toc), None)
+            entry = [] if first is None else [AnchorLink(first.title, first.id, first.level)]
+            self.toc = TableOfContents(entry)
 
     def release(self, config: MkDocsConfig) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).

@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 
 import pytest
+from corpus import FIXTURE_TRACES
 
-from tests.corpus import FIXTURE_TRACES
 from tlsite.core.render import long_tables
 
 TRACES = [

@@ -26,6 +26,7 @@ TIMEOUT_S = 600
 TRACES = [
     FIXTURE_TRACES / "recompiles" / "recompiles.log",
     FIXTURE_TRACES / "torch-2.15" / "dynamic_shapes.log",
+    FIXTURE_TRACES / "gbstorm" / "gbstorm.log",  # f-strings in its stacks: braces in the trie
     *sorted(TORCH_213.glob(TRAINING_TRACE_GLOB))[:1],
 ]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from corpus import FIXTURE_TRACES
 
-from tests.corpus import FIXTURE_TRACES
 from tlsite.core import load
 from tlsite.core.analysis.stack_trie import build_trie
 from tlsite.core.frames import Frame

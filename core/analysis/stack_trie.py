@@ -44,16 +44,22 @@ def build_trie(stacks: list[tuple[list[Frame], CompileUnit | None]]) -> TrieNode
     return root
 
 
-def _count(root: TrieNode) -> None:
-    """Fill in ``compiles`` and ``stacks`` of every node (children before parents; a loop,
-    not recursion: stacks can be deeper than Python's recursion limit)."""
+def children_first(root: TrieNode) -> list[TrieNode]:
+    """Every node of ``root``'s trie, each after its children (a loop, not recursion: stacks
+    can be deeper than Python's recursion limit)."""
     order: list[TrieNode] = []
     todo = [root]
     while todo:
         node = todo.pop()
         order.append(node)
         todo.extend(node.children.values())
-    for node in reversed(order):
+    order.reverse()
+    return order
+
+
+def _count(root: TrieNode) -> None:
+    """Fill in ``compiles`` and ``stacks`` of every node, children before parents."""
+    for node in children_first(root):
         node.compiles = len(node.units) + sum(c.compiles for c in node.children.values())
         node.stacks = node.terminals + sum(c.stacks for c in node.children.values())
 

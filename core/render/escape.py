@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Callable
 from urllib.parse import quote, urlsplit
 
 from markupsafe import Markup
@@ -74,17 +75,16 @@ def md_reason(value: object) -> Markup:
 _WORD_JOIN = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
-def md_words(value: object) -> Markup:
+def md_words(value: object, escape: Callable[[object], Markup] = md_text) -> Markup:
     """A CamelCase name (``BackendCompilerFailed``) that may wrap between its words on a narrow
-    screen, never inside one; escaped like :func:`md_text`."""
-    joined = "<wbr>".join(md_text(part) for part in _WORD_JOIN.split(str(value)))
+    screen, never inside one; each word escaped like :func:`md_text` (or by ``escape``)."""
+    joined = "<wbr>".join(escape(part) for part in _WORD_JOIN.split(str(value)))
     return Markup(f'<span class="tlsite-words">{joined}</span>')
 
 
 def html_words(value: object) -> Markup:
     """:func:`md_words` for a raw HTML block."""
-    joined = "<wbr>".join(h(part) for part in _WORD_JOIN.split(str(value)))
-    return Markup(f'<span class="tlsite-words">{joined}</span>')
+    return md_words(value, h)
 
 
 def h(value: object) -> Markup:
@@ -118,8 +118,9 @@ def inert_html(markup: str) -> str:
     """HTML made for the site (inserted after Markdown) put into a Markdown page instead: the
     preprocessors of a user's site must not act on it either (see ``_PREPROCESSOR_SYNTAX``).
     Its text is HTML-escaped (a snippet marker's ``<`` is ``&lt;``); braces become entities,
-    which HTML reads as braces in text and attributes alike."""
-    return markup.replace("{", "&#123;").replace("}", "&#125;")
+    which HTML reads as braces in text and attributes alike. (``str`` first: ``Markup``'s
+    ``replace`` would escape the entities again.)"""
+    return str(markup).replace("{", "&#123;").replace("}", "&#125;")
 
 
 def fence(text: str, lang: str = "text", *, attrs: str = "") -> Markup:

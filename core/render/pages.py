@@ -309,7 +309,7 @@ class ReportRenderer:
         if self.frames:
             add(self.frames_index())
             entries: list[Any] = [{"All frames": f"{p}frames/index.md"}]
-            if len(self.frames) <= MAX_FRAMES_IN_NAV:  # else only the index: nav stays small
+            if self.frames_in_nav:  # else only the index: the navigation stays small
                 entries += [{title: f"{p}{path}"} for title, path in frame_nav]
             tree.nav.append({"Frames": entries})
         extra_pages.extend_tree(self, tree)  # provenance, kernel traces, draft-export report
@@ -319,12 +319,17 @@ class ReportRenderer:
         tree.artifact_copies = self.artifact_copies
         return tree
 
+    @property
+    def frames_in_nav(self) -> bool:
+        """Whether the navigation lists each frame (not only the frames index)."""
+        return len(self.frames) <= MAX_FRAMES_IN_NAV
+
     def has_frame_page(self, frame: views.FrameCompiles) -> bool:
         """Whether ``frame`` gets a page. In a report of more frames than the navigation
         lists (a graph-break storm: a frame per break, most compiled once), a frame never
         recompiled has none: it would repeat the frame's row of the index and the chain of
         its compile ids that its first compile's page shows; the index links that page."""
-        return len(self.frames) <= MAX_FRAMES_IN_NAV or bool(frame.recompiles)
+        return self.frames_in_nav or bool(frame.recompiles)
 
     def frames_index(self) -> Page:
         rows = [

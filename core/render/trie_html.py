@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup
 
-from ..analysis.stack_trie import TrieNode
+from ..analysis.stack_trie import TrieNode, children_first
 from ..model import CompileUnit
 from .long_tables import LINE_PX
 from .templating import render
@@ -84,14 +84,8 @@ def trie_items(root: TrieNode, max_depth: int = MAX_DEPTH) -> Iterator[TrieItem]
 def _subtree_lines(root: TrieNode) -> dict[int, int]:
     """Lines each node's subtree takes on the page (by ``id``): a line per node and per
     source line shown under it; a guess, for the height of a piece not yet laid out."""
-    order: list[TrieNode] = []
-    todo = [root]
-    while todo:
-        node = todo.pop()
-        order.append(node)
-        todo.extend(node.children.values())
     lines: dict[int, int] = {}
-    for node in reversed(order):
+    for node in children_first(root):
         own = 1 + (node.frame is not None and bool(node.frame.loc))
         lines[id(node)] = own + sum(lines[id(c)] for c in node.children.values())
     return lines
