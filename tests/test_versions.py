@@ -316,3 +316,14 @@ def test_2_4_data_dependent_jump_is_a_break_with_no_reason() -> None:
     ]
     post = [m for m in metrics_lines(fixture("2.4", "graph_breaks")) if m["co_name"] == "post"]
     assert [m["compile_id"] for m in post] == ["7/0"] and not post[0]["restart_reasons"]
+
+
+def test_2_4_a_break_with_no_reason_shows_no_empty_detail_block() -> None:
+    """Its section on Graph breaks says where and which compile; no empty code block under it."""
+    from tlsite.core.render.pages import ReportRenderer
+
+    page = ReportRenderer(trace("2.4", "graph_breaks")).graph_breaks_page().standalone_markdown()
+    sections = re.split(r"^## ", page, flags=re.M)[1:]
+    (unlogged,) = [s for s in sections if "this torch logs no reason" in s.split("\n", 1)[0]]
+    assert "Compile ids: [\\[7/0\\]]" in unlogged and "```" not in unlogged
+    assert all("```" in s for s in sections if s is not unlogged)
