@@ -211,3 +211,20 @@ def test_a_report_of_few_frames_keeps_a_page_per_frame(tmp_path: Path) -> None:
     links = _links(site / "frames" / "index.html")
     assert len(links) == 2 * BREAKS and all(link.startswith("frame_") for link in links)
     assert all((site / "frames" / link).is_file() for link in links)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_on_a_phone_numbers_do_not_break_between_digits(storm_site, open_site) -> None:  # type: ignore[no-untyped-def]
+    """Graph breaks on a phone squeezes its # column: "12" was written "1" over "2"."""
+    page, _ = open_site(storm_site / "graph_breaks.html")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.wait_for_timeout(300)
+    lines = page.evaluate(
+        """() => [...document.querySelectorAll('.md-content td[style*="text-align: right"]')]
+             .map(cell => { const range = document.createRange(); range.selectNodeContents(cell);
+                            return [cell.textContent, new Set([...range.getClientRects()]
+                                    .map(r => Math.round(r.top))).size]; })"""
+    )
+    assert [text for text, _ in lines][:3] == ["1", "1", "2"]  # the # and Hits of rows 1-2
+    assert [text for text, n in lines if n != 1] == []
