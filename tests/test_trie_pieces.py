@@ -295,6 +295,15 @@ def _geometry(page) -> dict:  # type: ignore[no-untyped-def]
             page.wait_for_timeout(20)
             y += height
     page.evaluate("window.scrollTo(0, 0)")
+    # on a busy machine a list may have been scrolled past before the browser laid it out
+    # (it then keeps its guessed height): every list is laid out here, as once seen
+    page.evaluate(
+        """() => new Promise(done => {
+             const lists = [...document.querySelectorAll(".stack-trie ul.trie-piece")];
+             lists.forEach(list => { list.style.contentVisibility = "visible"; });
+             requestAnimationFrame(() => requestAnimationFrame(() => done()));
+           })"""
+    )
     return page.evaluate(GEOMETRY)
 
 
