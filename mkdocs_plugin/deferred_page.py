@@ -152,8 +152,8 @@ class DeferredPage(Page):
             # heading of every entry (see long_tables.TOC_SECTIONS): only the page's title
             # is kept, which Material's "Skip to content" link points to
             first = next(iter(self.toc), None)
-            entry = [] if first is None else [AnchorLink(first.title, first.id, first.level)]
-            self.toc = TableOfContents(entry)
+            if first is not None:
+                self.toc = TableOfContents([AnchorLink(first.title, first.id, first.level)])
 
     def release(self, config: MkDocsConfig) -> None:
         """Drop what only the page's own output needed (it is written: nothing reads it).
