@@ -73,9 +73,15 @@ class SiteOpener:
         self._contexts: list[BrowserContext] = []
 
     def __call__(
-        self, page_path: str | Path, *, fragment: str = "", wait_until: str = "load"
+        self,
+        page_path: str | Path,
+        *,
+        fragment: str = "",
+        wait_until: str = "load",
+        init_script: str = "",
     ) -> tuple[Page, SiteReport]:
-        """Open ``page_path`` (a file path or ``file:`` URL), optionally at ``#fragment``."""
+        """Open ``page_path`` (a file path or ``file:`` URL), optionally at ``#fragment``;
+        ``init_script`` runs before the page's own scripts (to stand in for a slow machine)."""
         url = str(page_path)
         if not url.startswith("file:"):
             url = Path(page_path).resolve().as_uri()
@@ -114,6 +120,8 @@ class SiteOpener:
             dialog.dismiss()
 
         page.on("dialog", on_dialog)
+        if init_script:
+            page.add_init_script(init_script)
         page.goto(url, wait_until=wait_until)  # type: ignore[arg-type]
         return page, report
 

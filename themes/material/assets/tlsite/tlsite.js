@@ -80,7 +80,12 @@
   // then tables the browser lays out only near the screen. Each later piece gets the first
   // one's width and column widths, so the columns line up; measuring lays out the first
   // piece only, and the widths follow it whenever it changes size (window, fonts, phone).
+  // Aligning changes the rows' heights; a row the address names (#-_3_0_0) keeps its place on
+  // the screen, where the browser scrolled it (on a slow machine it aligns after the page has
+  // loaded, and the browser no longer follows the link).
   function alignPieces(group) {
+    var target = linkedIn(group);
+    var before = target && target.getBoundingClientRect().top;
     var first = group.querySelector("table");
     var head = first && first.tHead && first.tHead.rows[0];
     // a table shown as a list of blocks (all compile ids on a phone) has no columns to follow
@@ -101,6 +106,18 @@
       table.style.tableLayout = columns ? "fixed" : "";
       table.style.width = total;
     });
+    if (target) window.scrollBy(0, target.getBoundingClientRect().top - before);
+  }
+
+  function linkedIn(group) {
+    var id;
+    try {
+      id = decodeURIComponent(location.hash.slice(1));
+    } catch (error) {
+      return null; // a malformed address names nothing
+    }
+    var element = id && document.getElementById(id);
+    return element && group.contains(element) ? element : null;
   }
 
   var firstPieces = window.ResizeObserver && new ResizeObserver(function (entries) {
