@@ -17,7 +17,6 @@ import json
 import os
 import random
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -385,9 +384,7 @@ def test_a_10_mb_line(kind: str) -> None:
         data, number = base.data + line, len(base.lines) + 1
     else:
         data, number = b"".join([*base.lines[:at], line, *base.lines[at:]]), at + 1
-    started = time.perf_counter()
-    trace = read(data)
-    assert time.perf_counter() - started < 20
+    trace = read(data)  # its time, at growing sizes: bench/hostile_bench.py long-line
     expected = {(reason, number)} if reason else set()
     assert problems(trace) == expected
     assert trace.stats.records == base.records_before(10**9) + (1 if reason is None else 0)
