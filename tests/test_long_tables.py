@@ -202,6 +202,39 @@ def test_on_a_phone_the_pieces_follow_the_list_layout(pieces_site, open_site) ->
 
 @pytest.mark.browser
 @pytest.mark.slow
+def test_on_a_phone_every_compile_id_fits_the_screen_and_reads_alike(
+    pieces_site, open_site
+) -> None:  # type: ignore[no-untyped-def]
+    """A resume function's name is longer than a phone is wide: it wraps, and no piece is
+    wider than the screen (its end scrolled out of sight). Every compile id, the first of a
+    later piece too, has a line under its first line and none between its cells."""
+    page, report = open_site(pieces_site / "compile_ids.html")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.wait_for_timeout(300)
+    rows = page.evaluate(
+        """() => {
+          document.querySelectorAll(".tlsite-rows-more").forEach(box => {
+            box.style.contentVisibility = "visible"; });
+          const group = document.querySelector(".tlsite-rows");
+          const edge = group.getBoundingClientRect().right;
+          const rows = [...group.querySelectorAll("tbody tr")];
+          return [group.scrollWidth - group.clientWidth, rows.map(row => {
+            const cells = [...row.cells].filter(c => getComputedStyle(c).display !== "none");
+            return [row.id, Math.max(...cells.map(c => c.getBoundingClientRect().right)) <= edge,
+                    cells.map(c => parseFloat(getComputedStyle(c).borderTopWidth) > 0)];
+          })];
+        }"""
+    )
+    overflow, rows = rows
+    assert overflow <= 0
+    assert rows and all(fits for _, fits, _ in rows), [r for r in rows if not r[1]]
+    for row_id, _, lines in rows:
+        assert lines[-1] and not any(lines[:-1]), row_id
+    assert report.console_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
 def test_on_a_phone_a_table_in_pieces_scrolls_sideways_as_one(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
     """Material gives each table a scroll box of its own; the pieces share one."""
     page, report = open_site(pieces_site / "compile_time.html")
