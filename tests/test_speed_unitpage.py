@@ -28,7 +28,7 @@ from tlsite.core.render.pages import render_tree
 
 #: The revision whose pages are the reference: the one these changes started from, unless
 #: ``TLSITE_BASE_REV`` names another (move it on when compile pages change on purpose).
-BASE = BASE_REV or "056dcb6"  # session ten: graph-break storm pages, no empty break detail
+BASE = BASE_REV or "851bcf1"  # session eleven: tlsite.js, tlsite.css (phone compile ids)
 STORM_IDS = 30
 
 #: Renders every page of each trace given and writes, per trace, each page's path, title,
