@@ -130,3 +130,27 @@ class SiteOpener:
         for context in self._contexts:
             context.close()
         self._contexts.clear()
+
+
+#: True once tlsite.js has given every long table's later pieces the first piece's column
+#: widths (none where the first is shown as a list of blocks: a phone). It does so from a
+#: ResizeObserver once Material has mounted: on a busy machine later than any fixed wait.
+PIECES_ALIGNED = """() => [...document.querySelectorAll(".tlsite-rows")].every(group => {
+  const first = group.querySelector("table");
+  const head = first.tHead && first.tHead.rows[0];
+  const rest = [...group.querySelectorAll(".tlsite-rows-more table")];
+  if (!head || getComputedStyle(first).display === "block") {
+    return rest.every(table => !table.querySelector("colgroup"));
+  }
+  const widths = [...head.cells].map(cell => cell.getBoundingClientRect().width);
+  return rest.every(table => {
+    const cols = [...table.querySelectorAll("col")];
+    return cols.length === widths.length &&
+      cols.every((col, n) => Math.abs(parseFloat(col.style.width) - widths[n]) < 0.5);
+  });
+})"""
+
+
+def wait_for_aligned_pieces(page: Page) -> None:
+    """Wait until tlsite.js has aligned the pieces of every long table (:data:`PIECES_ALIGNED`)."""
+    page.wait_for_function(PIECES_ALIGNED)

@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 import pytest
+from browser import wait_for_aligned_pieces
 from corpus import FIXTURE_TRACES
 
 from tlsite.core.render import long_tables
@@ -75,7 +76,7 @@ def _one_table_in_pieces(tables: list[dict]) -> None:
 @pytest.mark.slow
 def test_graph_breaks_lists_every_break_in_order_in_pieces(storm_site, open_site) -> None:  # type: ignore[no-untyped-def]
     page, report = open_site(storm_site / "graph_breaks.html")
-    page.wait_for_timeout(200)  # tlsite.js aligns the pieces once Material has mounted
+    wait_for_aligned_pieces(page)
     tables = page.evaluate(TABLES, ".md-content table")
     _one_table_in_pieces(tables)
     assert [n for t in tables for n in t["first"]] == [str(n) for n in range(1, BREAKS + 1)]
@@ -106,7 +107,7 @@ def test_graph_breaks_lists_every_break_in_order_in_pieces(storm_site, open_site
 @pytest.mark.slow
 def test_a_row_of_a_late_piece_leads_to_its_section_in_a_late_box(storm_site, open_site) -> None:  # type: ignore[no-untyped-def]
     page, report = open_site(storm_site / "graph_breaks.html")
-    page.wait_for_timeout(200)
+    wait_for_aligned_pieces(page)
     page.click(f'.tlsite-rows-more a[href="#break-{BREAKS}"]')
     page.wait_for_timeout(300)
     top, height = page.evaluate(
@@ -121,7 +122,7 @@ def test_a_row_of_a_late_piece_leads_to_its_section_in_a_late_box(storm_site, op
 @pytest.mark.slow
 def test_all_frames_and_failures_list_every_row_in_pieces(storm_site, open_site) -> None:  # type: ignore[no-untyped-def]
     page, report = open_site(storm_site / "frames" / "index.html")
-    page.wait_for_timeout(200)
+    wait_for_aligned_pieces(page)
     tables = page.evaluate(TABLES, ".md-content table")
     _one_table_in_pieces(tables)
     frames = [link for t in tables for row in t["links"] for link in row]
@@ -132,7 +133,7 @@ def test_all_frames_and_failures_list_every_row_in_pieces(storm_site, open_site)
     assert page.url.endswith(f"/frames/{frames[-1]}")
 
     page, report = open_site(storm_site / "failures.html")
-    page.wait_for_timeout(200)
+    wait_for_aligned_pieces(page)
     tables = page.evaluate(TABLES, ".md-content table")
     _one_table_in_pieces(tables)
     restarts = [n for t in tables for n in t["first"]]
@@ -219,7 +220,8 @@ def test_on_a_phone_numbers_do_not_break_between_digits(storm_site, open_site) -
     """Graph breaks on a phone squeezes its # column: "12" was written "1" over "2"."""
     page, _ = open_site(storm_site / "graph_breaks.html")
     page.set_viewport_size({"width": 390, "height": 800})
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(100)  # the resize is reported on the next frame
+    wait_for_aligned_pieces(page)
     lines = page.evaluate(
         """() => [...document.querySelectorAll('.md-content td[style*="text-align: right"]')]
              .map(cell => { const range = document.createRange(); range.selectNodeContents(cell);

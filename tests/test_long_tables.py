@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import wait_for_aligned_pieces
 from tests.corpus import FIXTURE_TRACES
 from tlsite.core.render import long_tables
 from tlsite.core.render.long_tables import PIECE_ROWS, cut_long_tables
@@ -142,7 +143,7 @@ def pieces_site(request, tmp_path_factory) -> Path:  # type: ignore[no-untyped-d
 @pytest.mark.slow
 def test_the_pieces_read_as_one_table_with_every_compile_id(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
     page, report = open_site(pieces_site / "compile_ids.html")
-    page.wait_for_timeout(200)  # tlsite.js aligns the pieces once Material has mounted
+    wait_for_aligned_pieces(page)
     tables = page.evaluate(TABLES)
     assert len(tables) >= 3
     # every compile id, in the trace's order, each once, as the site's folders have them
@@ -172,8 +173,8 @@ def test_a_link_to_a_row_of_a_late_piece_shows_it(pieces_site, open_site, late) 
     }})();"""
     last = sorted(pieces_site.glob("-_*"))[-1].name
     page, report = open_site(pieces_site / "compile_ids.html", fragment=last, init_script=delay)
-    page.wait_for_function("() => document.querySelector('.tlsite-rows-more colgroup')")
-    page.wait_for_timeout(100)
+    wait_for_aligned_pieces(page)
+    page.wait_for_timeout(100)  # the browser's own scrolling, if any, is done
     top, bottom, height = page.evaluate(
         """(id) => { const r = document.getElementById(id).getBoundingClientRect();
                      return [r.top, r.bottom, innerHeight]; }""",
@@ -190,7 +191,8 @@ def test_on_a_phone_the_pieces_follow_the_list_layout(pieces_site, open_site) ->
     page, _ = open_site(pieces_site / "compile_ids.html")
     page.wait_for_timeout(200)
     page.set_viewport_size({"width": 390, "height": 800})
-    page.wait_for_timeout(300)  # the resize handler runs on the next frame
+    page.wait_for_timeout(100)  # the resize is reported on the next frame
+    wait_for_aligned_pieces(page)
     styles = page.evaluate(
         """() => [...document.querySelectorAll(".tlsite-rows-more table")].map(t =>
              [t.style.width, t.style.tableLayout, !!t.querySelector("colgroup")])"""
@@ -210,7 +212,8 @@ def test_on_a_phone_every_compile_id_fits_the_screen_and_reads_alike(
     later piece too, has a line under its first line and none between its cells."""
     page, report = open_site(pieces_site / "compile_ids.html")
     page.set_viewport_size({"width": 390, "height": 800})
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(100)  # the resize is reported on the next frame
+    wait_for_aligned_pieces(page)
     rows = page.evaluate(
         """() => {
           document.querySelectorAll(".tlsite-rows-more").forEach(box => {
@@ -239,7 +242,8 @@ def test_on_a_phone_a_table_in_pieces_scrolls_sideways_as_one(pieces_site, open_
     """Material gives each table a scroll box of its own; the pieces share one."""
     page, report = open_site(pieces_site / "compile_time.html")
     page.set_viewport_size({"width": 390, "height": 800})
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(100)  # the resize is reported on the next frame
+    wait_for_aligned_pieces(page)
     lefts = page.evaluate(
         """() => {
           const group = document.querySelector(".tlsite-rows");
@@ -264,7 +268,7 @@ def test_on_a_phone_a_table_in_pieces_scrolls_sideways_as_one(pieces_site, open_
 def test_printed_pieces_are_laid_out_at_the_papers_width(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
     """On paper no piece is skipped, and none keeps the screen's widths (it would be cut)."""
     page, _ = open_site(pieces_site / "compile_time.html")
-    page.wait_for_timeout(300)  # the screen's widths are set
+    wait_for_aligned_pieces(page)  # the screen's widths are set
     page.emulate_media(media="print")
     page.wait_for_timeout(100)
     pieces = page.evaluate(
@@ -284,12 +288,13 @@ def test_the_pieces_follow_the_first_when_it_changes_size(pieces_site, open_site
     """The first piece changes size without the window doing so (web fonts arriving, a site
     that embeds the report): the later pieces take its new widths."""
     page, _ = open_site(pieces_site / "compile_ids.html")
-    page.wait_for_timeout(200)
+    wait_for_aligned_pieces(page)
     before = page.evaluate(TABLES)[0]["columns"]
     page.evaluate(
         """() => { document.querySelector(".tlsite-rows table").style.fontSize = "1rem"; }"""
     )
-    page.wait_for_timeout(300)
+    page.wait_for_timeout(100)  # the first piece's new size is reported on the next frame
+    wait_for_aligned_pieces(page)
     tables = page.evaluate(TABLES)
     assert tables[0]["columns"] != before  # the first piece did change
     assert all(t["columns"] == tables[0]["columns"] for t in tables[1:])
