@@ -287,6 +287,8 @@ GEOMETRY = """() => { const at = e => { const r = e.getBoundingClientRect();
 def _geometry(page) -> dict:  # type: ignore[no-untyped-def]
     """The trie's geometry once every list has been near the screen (a list the browser has
     skipped is as tall as its guess until then)."""
+    # tlsite.js has bound every node (opened or closed it) once Material has mounted
+    page.wait_for_function("() => !document.querySelector('li.trie-node:not([data-trie-bound])')")
     height = page.viewport_size["height"]
     for _ in range(2):
         y = 0
