@@ -186,6 +186,37 @@ def test_a_link_to_a_row_of_a_late_piece_shows_it(pieces_site, open_site, late) 
 
 @pytest.mark.browser
 @pytest.mark.slow
+def test_a_linked_row_scrolled_away_from_does_not_move_the_page(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
+    """The linked row keeps its place only while it is on the screen: a reader who has
+    scrolled it just out of sight keeps the row at the top of the screen where it is when the
+    pieces are aligned again (the first piece changed size: fonts, a site that embeds the
+    report), as the browser's scroll anchoring would if the tables' widths did not change."""
+    last = sorted(pieces_site.glob("-_*"))[-1].name
+    page, report = open_site(pieces_site / "compile_ids.html", fragment=last)
+    page.set_viewport_size({"width": 1280, "height": 400})
+    page.wait_for_timeout(100)  # the resize is reported on the next frame
+    wait_for_aligned_pieces(page)
+    # the linked row just below the screen; the first row that shows, at the screen's top
+    shown = page.evaluate(
+        """(id) => { const row = document.getElementById(id);
+          window.scrollBy(0, row.getBoundingClientRect().top - innerHeight - 30);
+          const seen = [...document.querySelectorAll(".tlsite-rows tr")]
+            .find(tr => tr.getBoundingClientRect().bottom > 0);
+          seen.dataset.seen = ""; return seen.getBoundingClientRect().top; }""",
+        last,
+    )
+    page.evaluate(
+        """() => { document.querySelector(".tlsite-rows table").style.fontSize = "1rem"; }"""
+    )
+    page.wait_for_timeout(100)  # the first piece's new size is reported on the next frame
+    wait_for_aligned_pieces(page)
+    now = page.evaluate("() => document.querySelector('tr[data-seen]').getBoundingClientRect().top")
+    assert abs(now - shown) <= 1
+    assert report.console_errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.slow
 def test_on_a_phone_the_pieces_follow_the_list_layout(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
     """On a phone all compile ids is a list of blocks: no column widths are forced on it."""
     page, _ = open_site(pieces_site / "compile_ids.html")

@@ -80,12 +80,14 @@
   // then tables the browser lays out only near the screen. Each later piece gets the first
   // one's width and column widths, so the columns line up; measuring lays out the first
   // piece only, and the widths follow it whenever it changes size (window, fonts, phone).
-  // Aligning changes the rows' heights; a row the address names (#-_3_0_0) keeps its place on
-  // the screen, where the browser scrolled it (on a slow machine it aligns after the page has
-  // loaded, and the browser no longer follows the link).
+  // Aligning changes the rows' heights, and the browser keeps nothing in place across it (its
+  // scroll anchoring stops when a table around the anchor changes width): the row the address
+  // names (#-_3_0_0) keeps its place on the screen if it shows (on a slow machine the pieces
+  // are aligned after the page has loaded, and the browser no longer follows the link), else
+  // the first row that shows.
   function alignPieces(group) {
-    var target = linkedIn(group);
-    var before = target && target.getBoundingClientRect().top;
+    var anchor = anchorOf(group);
+    var before = anchor && anchor.getBoundingClientRect().top;
     var first = group.querySelector("table");
     var head = first && first.tHead && first.tHead.rows[0];
     // a table shown as a list of blocks (all compile ids on a phone) has no columns to follow
@@ -106,18 +108,32 @@
       table.style.tableLayout = columns ? "fixed" : "";
       table.style.width = total;
     });
-    if (target) window.scrollBy(0, target.getBoundingClientRect().top - before);
+    if (anchor) window.scrollBy(0, anchor.getBoundingClientRect().top - before);
   }
 
-  function linkedIn(group) {
-    var id;
+  function anchorOf(group) {
+    var id = null;
     try {
       id = decodeURIComponent(location.hash.slice(1));
     } catch (error) {
-      return null; // a malformed address names nothing
+      // a malformed address names nothing
     }
-    var element = id && document.getElementById(id);
-    return element && group.contains(element) ? element : null;
+    var linked = id && document.getElementById(id);
+    if (linked && group.contains(linked) && shows(linked)) return linked;
+    var tables = group.querySelectorAll("table");
+    for (var t = 0; t < tables.length; t++) {
+      if (!shows(tables[t].closest(".tlsite-rows-more") || tables[t])) continue; // a piece's box
+      var rows = tables[t].rows;
+      for (var r = 0; r < rows.length; r++) {
+        if (rows[r].getBoundingClientRect().bottom > 0) return rows[r];
+      }
+    }
+    return null;
+  }
+
+  function shows(element) {
+    var box = element.getBoundingClientRect();
+    return box.bottom > 0 && box.top < window.innerHeight;
   }
 
   var firstPieces = window.ResizeObserver && new ResizeObserver(function (entries) {
