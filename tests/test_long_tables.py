@@ -190,7 +190,8 @@ def test_a_linked_row_scrolled_away_from_does_not_move_the_page(pieces_site, ope
     """The linked row keeps its place only while it is on the screen: a reader who has
     scrolled it just out of sight keeps the row at the top of the screen where it is when the
     pieces are aligned again (the first piece changed size: fonts, a site that embeds the
-    report), as the browser's scroll anchoring would if the tables' widths did not change."""
+    report): aligning itself moves nothing on the screen (the browser's scroll anchoring
+    stops when the tables around its anchor change width)."""
     last = sorted(pieces_site.glob("-_*"))[-1].name
     page, report = open_site(pieces_site / "compile_ids.html", fragment=last)
     page.set_viewport_size({"width": 1280, "height": 400})

@@ -122,7 +122,9 @@
     if (linked && group.contains(linked) && shows(linked)) return linked;
     var tables = group.querySelectorAll("table");
     for (var t = 0; t < tables.length; t++) {
-      if (!shows(tables[t].closest(".tlsite-rows-more") || tables[t])) continue; // a piece's box
+      var box = (tables[t].closest(".tlsite-rows-more") || tables[t]).getBoundingClientRect();
+      if (box.top >= window.innerHeight) break; // this piece and the rest are below the screen
+      if (box.bottom <= 0) continue; // above it (a skipped piece's box: no layout)
       var rows = tables[t].rows;
       for (var r = 0; r < rows.length; r++) {
         if (rows[r].getBoundingClientRect().bottom > 0) return rows[r];
