@@ -151,6 +151,16 @@ PIECES_ALIGNED = """() => [...document.querySelectorAll(".tlsite-rows")].every(g
 })"""
 
 
-def wait_for_aligned_pieces(page: Page) -> None:
-    """Wait until tlsite.js has aligned the pieces of every long table (:data:`PIECES_ALIGNED`)."""
+def wait_for_aligned_pieces(page: Page, *, changed: bool = False) -> None:
+    """Wait until tlsite.js has aligned the pieces of every long table (:data:`PIECES_ALIGNED`);
+    ``changed``: a size just changed (the window, the first piece), which the browser reports
+    to tlsite.js on the next frame."""
+    if changed:
+        page.wait_for_timeout(100)
     page.wait_for_function(PIECES_ALIGNED)
+
+
+def resize(page: Page, width: int, height: int = 800) -> None:
+    """Give ``page`` a screen of ``width`` x ``height`` and wait until its pieces follow."""
+    page.set_viewport_size({"width": width, "height": height})
+    wait_for_aligned_pieces(page, changed=True)

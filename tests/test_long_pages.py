@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser import wait_for_aligned_pieces
+from browser import resize, wait_for_aligned_pieces
 from corpus import FIXTURE_TRACES
 
 from tlsite.core.render import long_tables
@@ -219,9 +219,7 @@ def test_a_report_of_few_frames_keeps_a_page_per_frame(tmp_path: Path) -> None:
 def test_on_a_phone_numbers_do_not_break_between_digits(storm_site, open_site) -> None:  # type: ignore[no-untyped-def]
     """Graph breaks on a phone squeezes its # column: "12" was written "1" over "2"."""
     page, _ = open_site(storm_site / "graph_breaks.html")
-    page.set_viewport_size({"width": 390, "height": 800})
-    page.wait_for_timeout(100)  # the resize is reported on the next frame
-    wait_for_aligned_pieces(page)
+    resize(page, 390)
     lines = page.evaluate(
         """() => [...document.querySelectorAll('.md-content td[style*="text-align: right"]')]
              .map(cell => { const range = document.createRange(); range.selectNodeContents(cell);

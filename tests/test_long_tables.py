@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import wait_for_aligned_pieces
+from tests.browser import resize, wait_for_aligned_pieces
 from tests.corpus import FIXTURE_TRACES
 from tlsite.core.render import long_tables
 from tlsite.core.render.long_tables import PIECE_ROWS, cut_long_tables
@@ -194,9 +194,7 @@ def test_a_linked_row_scrolled_away_from_does_not_move_the_page(pieces_site, ope
     stops when the tables around its anchor change width)."""
     last = sorted(pieces_site.glob("-_*"))[-1].name
     page, report = open_site(pieces_site / "compile_ids.html", fragment=last)
-    page.set_viewport_size({"width": 1280, "height": 400})
-    page.wait_for_timeout(100)  # the resize is reported on the next frame
-    wait_for_aligned_pieces(page)
+    resize(page, 1280, 400)
     # the linked row just below the screen; the first row that shows, at the screen's top
     shown = page.evaluate(
         """(id) => { const row = document.getElementById(id);
@@ -209,8 +207,7 @@ def test_a_linked_row_scrolled_away_from_does_not_move_the_page(pieces_site, ope
     page.evaluate(
         """() => { document.querySelector(".tlsite-rows table").style.fontSize = "1rem"; }"""
     )
-    page.wait_for_timeout(100)  # the first piece's new size is reported on the next frame
-    wait_for_aligned_pieces(page)
+    wait_for_aligned_pieces(page, changed=True)
     now = page.evaluate("() => document.querySelector('tr[data-seen]').getBoundingClientRect().top")
     assert abs(now - shown) <= 1
     assert report.console_errors == []
@@ -222,9 +219,7 @@ def test_on_a_phone_the_pieces_follow_the_list_layout(pieces_site, open_site) ->
     """On a phone all compile ids is a list of blocks: no column widths are forced on it."""
     page, _ = open_site(pieces_site / "compile_ids.html")
     page.wait_for_timeout(200)
-    page.set_viewport_size({"width": 390, "height": 800})
-    page.wait_for_timeout(100)  # the resize is reported on the next frame
-    wait_for_aligned_pieces(page)
+    resize(page, 390)
     styles = page.evaluate(
         """() => [...document.querySelectorAll(".tlsite-rows-more table")].map(t =>
              [t.style.width, t.style.tableLayout, !!t.querySelector("colgroup")])"""
@@ -243,9 +238,7 @@ def test_on_a_phone_every_compile_id_fits_the_screen_and_reads_alike(
     wider than the screen (its end scrolled out of sight). Every compile id, the first of a
     later piece too, has a line under its first line and none between its cells."""
     page, report = open_site(pieces_site / "compile_ids.html")
-    page.set_viewport_size({"width": 390, "height": 800})
-    page.wait_for_timeout(100)  # the resize is reported on the next frame
-    wait_for_aligned_pieces(page)
+    resize(page, 390)
     rows = page.evaluate(
         """() => {
           document.querySelectorAll(".tlsite-rows-more").forEach(box => {
@@ -273,9 +266,7 @@ def test_on_a_phone_every_compile_id_fits_the_screen_and_reads_alike(
 def test_on_a_phone_a_table_in_pieces_scrolls_sideways_as_one(pieces_site, open_site) -> None:  # type: ignore[no-untyped-def]
     """Material gives each table a scroll box of its own; the pieces share one."""
     page, report = open_site(pieces_site / "compile_time.html")
-    page.set_viewport_size({"width": 390, "height": 800})
-    page.wait_for_timeout(100)  # the resize is reported on the next frame
-    wait_for_aligned_pieces(page)
+    resize(page, 390)
     lefts = page.evaluate(
         """() => {
           const group = document.querySelector(".tlsite-rows");
@@ -325,8 +316,7 @@ def test_the_pieces_follow_the_first_when_it_changes_size(pieces_site, open_site
     page.evaluate(
         """() => { document.querySelector(".tlsite-rows table").style.fontSize = "1rem"; }"""
     )
-    page.wait_for_timeout(100)  # the first piece's new size is reported on the next frame
-    wait_for_aligned_pieces(page)
+    wait_for_aligned_pieces(page, changed=True)
     tables = page.evaluate(TABLES)
     assert tables[0]["columns"] != before  # the first piece did change
     assert all(t["columns"] == tables[0]["columns"] for t in tables[1:])
