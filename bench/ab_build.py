@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch_disk import warn_if_unjournaled
+
 PROJECT = Path(__file__).resolve().parent.parent
 
 
@@ -95,6 +97,7 @@ def main() -> None:
     parser.add_argument("--tlparse", action="store_true", help="time tlparse in each round")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tlsite-ab-") as scratch:
+        warn_if_unjournaled(scratch)
         revisions = {
             name: snapshot(rev, Path(scratch) / name)
             for name, rev in (("base", args.base), ("new", args.new))

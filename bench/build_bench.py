@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scratch_disk import warn_if_unjournaled
+
 BENCH_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = BENCH_DIR.parent
 DEFAULT_CACHE = Path("/tmp/tlsite-bench-traces")
@@ -949,6 +951,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[TraceResult] = []
     failures: list[str] = []
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix="tlsite-build-bench-"))
+    warn_if_unjournaled(scratch)
     try:
         env: dict[str, str] = {}
         if args.revision is not None:

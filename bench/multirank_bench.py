@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch_disk import warn_if_unjournaled
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BASE = PROJECT_ROOT.parent / "shared" / "corpus" / "torch-2.13" / "multi_rank"
 
@@ -67,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         return compare(args.ranks, args.compare, roots, args.job)
     rows = []
     with tempfile.TemporaryDirectory(prefix="tlsite-ranks-bench-") as scratch:
+        warn_if_unjournaled(scratch)
         for ranks in args.ranks:
             job = Path(scratch) / f"job{ranks}"
             trace_bytes = make_job(job, ranks)
@@ -115,6 +118,7 @@ def compare(sizes: list[int], rounds: int, roots: dict[str, str], real: Path | N
     print("| ranks | tool | wall s median (min–max) | vs tlparse | CPU s median | output MB |")
     print("|---:|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="tlsite-ranks-bench-") as scratch:
+        warn_if_unjournaled(scratch)
         for ranks in [len(list(real.glob("*rank_*.log")))] if real else sizes:
             job = real or Path(scratch) / f"job{ranks}"
             if not real:

@@ -23,6 +23,7 @@ from typing import Any
 START_CPU = time.process_time()
 
 import mkdocs.commands.build as mkdocs_build  # noqa: E402
+from scratch_disk import warn_if_unjournaled  # noqa: E402
 
 from tlsite import cli  # noqa: E402
 from tlsite.core import builder  # noqa: E402
@@ -77,6 +78,7 @@ def main() -> None:
     for label, owner, name in PASSES:
         setattr(owner, name, _timed(totals, label, getattr(owner, name)))
     with tempfile.TemporaryDirectory() as folder:
+        warn_if_unjournaled(folder)
         out = Path(folder) / "site"
         started, cpu = time.perf_counter(), time.process_time()
         cli.main(["build", known.trace, "-o", str(out), "--no-browser", "--quiet", *rest])

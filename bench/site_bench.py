@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scratch_disk import warn_if_unjournaled
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = PROJECT_ROOT.parent / "shared" / "corpus"
 TIMEOUT_S = 1800
@@ -181,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         ).stdout.strip()
     results = []
     with tempfile.TemporaryDirectory(prefix="tlsite-bench-") as scratch:
+        warn_if_unjournaled(scratch)
         for number, trace in enumerate(traces, 1):
             print(f"[{number}/{len(traces)}] {_label(trace)}", file=sys.stderr, flush=True)
             folder = Path(scratch) / str(number)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from build_bench import _tree
+from scratch_disk import warn_if_unjournaled
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 BUCKET_S = 0.5
@@ -55,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--out", type=Path, required=True)
     args = parser.parse_args(argv)
     shutil.rmtree(args.out, ignore_errors=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    warn_if_unjournaled(args.out.parent)
     args.out.with_suffix(".zip").unlink(missing_ok=True)
     command = [sys.executable, "-m", "tlsite", "build", args.trace, "-o", str(args.out)]
     start = time.perf_counter()
