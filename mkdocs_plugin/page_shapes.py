@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -41,8 +42,14 @@ _KEPT = [(f"h{level}".encode(), bytes([0x10 + level])) for level in range(1, 7)]
         ("&#34;", 0x07),
     )
 ]
+#: The kept texts, as two patterns that each start with a literal (``h``, ``&#``): the
+#: regular expression engine then skips to where they may start, not trying each byte.
+_KEPT_PATTERNS = [
+    re.compile(b"|".join(re.escape(text) for text, _ in _KEPT if text.startswith(start)))
+    for start in (b"h", b"&#")
+]
+_KEPT_MARKS = dict(_KEPT)
 _DIGIT_MARK = b"\x01"
-_TWO_MARKS = _DIGIT_MARK * 2
 _MASK = bytes.maketrans(b"0123456789", _DIGIT_MARK * 10)
 #: Every byte but a digit as a space: the numbers of a text, split apart.
 _NUMBERS_APART = bytes(b if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
@@ -174,15 +181,22 @@ def _key(text: str) -> tuple[bytes, list[str]] | None:
     data = text.encode("utf-8", "surrogatepass")
     if data.translate(None, _NOT_MARKS):  # it holds a byte the shape uses as a mark
         return None
-    for kept, mark in _KEPT:
-        if kept in data:
-            data = data.replace(kept, mark)
+    for pattern in _KEPT_PATTERNS:
+        data = pattern.sub(_kept_mark, data)
     if b"&#" in data:
         return None
-    masked = data.translate(_MASK)
-    while _TWO_MARKS in masked:
-        masked = masked.replace(_TWO_MARKS, _DIGIT_MARK)
-    return masked, data.translate(_NUMBERS_APART).decode("ascii").split()
+    numbers = data.translate(_NUMBERS_APART).decode("ascii").split()
+    if not numbers:
+        return data, numbers
+    # each number's digits are marks; a number's marks are adjacent, so the pieces between
+    # marks are empty inside a number (the first and last piece stay, empty or not)
+    pieces = data.translate(_MASK).split(_DIGIT_MARK)
+    inner = [piece for piece in pieces[1:-1] if piece]
+    return _DIGIT_MARK.join([pieces[0], *inner, pieces[-1]]), numbers
+
+
+def _kept_mark(match: re.Match[bytes]) -> bytes:
+    return _KEPT_MARKS[match.group()]
 
 
 def _text(pieces: list[bytes], digits: str) -> str:
