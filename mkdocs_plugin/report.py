@@ -62,6 +62,10 @@ FILES_ASIDE_MIN = 1000
 #: are mostly copying, and a helper for them only takes a core from the highlight and zip
 #: helpers.
 FILES_ASIDE_MAX_MEAN = 32 * 1024
+#: From this much code on a page (bytes, before highlighting), its code goes in once MkDocs has
+#: written it (:func:`_put_code`, the kernel copying it); less goes in before: reading a
+#: page back and writing it again cost a storm's small pages more than their code.
+CODE_AFTER_WRITING_MIN = 256 * 1024
 #: Markdown extensions the report's pages use; added to an embedding site that lacks them.
 REQUIRED_EXTENSIONS = (
     "admonition",
@@ -90,8 +94,9 @@ class ReportPages:
 
     #: Convert each page only when it is written (see :class:`DeferredPage`).
     defer_bodies = True
-    #: Put the code into each page once MkDocs has written it (see :func:`_put_code`): in
-    #: tlsite's own site, when no other plugin sees the pages after this one.
+    #: Put the code into each page of much code (:data:`CODE_AFTER_WRITING_MIN`) once MkDocs
+    #: has written it (see :func:`_put_code`): in tlsite's own site, when no other plugin
+    #: sees the pages after this one.
     code_after_writing = False
 
     def __init__(
@@ -271,7 +276,11 @@ class ReportPages:
             return add_csp(output, page=page, config=config, head=head)
         highlighter = self._highlighter
         store = self._store
-        after_writing = self.code_after_writing and self._last_to_see(config)
+        after_writing = (
+            self.code_after_writing
+            and _code_bytes(blocks) >= CODE_AFTER_WRITING_MIN
+            and self._last_to_see(config)
+        )
         later: list[tuple[str, str]] = []  # (token, key) of the code put in once written
 
         def insert(match: re.Match[str]) -> str:
@@ -517,6 +526,11 @@ def _put_code(path: str, blocks: list[tuple[str, str]], highlighter: Highlighter
             highlighter.copy_into(key, token, page)
             position = at + len(placeholder)
         page.write(written[position:])
+
+
+def _code_bytes(blocks: dict[str, Block]) -> int:
+    """How much code a page's blocks show, before highlighting (bytes)."""
+    return sum(block.size for block in blocks.values() if isinstance(block, CodeBlock))
 
 
 def _nav_titles(nav: Any, title: str | None = None) -> dict[str, str | None]:
