@@ -5,8 +5,9 @@ A 128 MB trace's compile pages are 130 MB of HTML, almost all of it highlighted 
 the highlight workers already wrote to their pack files as UTF-8. The build process read
 each block back, decoded it, put it into the page's text, and MkDocs encoded and wrote the
 page again. In tlsite's own site the plugin is the last to see a page, so MkDocs now writes
-it with the code placeholders left in, and the code is copied into the file from the pack
-by the kernel (``Highlighter.copy_into``). The pages, the search index and the zip must be
+a page of much code with the code placeholders left in, and the code is copied into the file
+from the pack by the kernel (``Highlighter.copy_into``); a page of little code (a storm's)
+gets it before it is written. The pages, the search index and the zip must be
 byte for byte what the base revision built.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +29,7 @@ from revisions import BASE_REV, assert_built_as_by_base
 from tlsite.cli import build
 from tlsite.core import load
 from tlsite.core.render.highlight import BLOCK_ID, CodeBlock, Highlighter
-from tlsite.mkdocs_plugin import pipeline
+from tlsite.mkdocs_plugin import pipeline, report
 from tlsite.mkdocs_plugin.build import build_report
 
 #: The revision whose sites are the reference: the last whose compile pages these match (the
@@ -81,36 +83,54 @@ def _no_sendfile(*args: object) -> int:
 
 
 @needs_training
-def test_an_own_site_puts_code_into_its_pages_without_decoding_it(
+def test_a_page_gets_its_code_after_it_is_written_only_when_it_shows_much(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A page of much code gets it copied in by the kernel once MkDocs has written it, never
+    through the build process's text; a page of little gets it before it is written (reading
+    a storm's small pages back and writing them again cost more than their code). Each page
+    goes one way or the other, and its bytes are the same whichever way it went."""
     decoded: list[str] = []
-    html = Highlighter.html
+    copied: list[str] = []
+    html, copy_into = Highlighter.html, Highlighter.copy_into
 
     def counted(self: Highlighter, key: str, block_id: str) -> str:
         decoded.append(block_id)
         return html(self, key, block_id)
 
-    monkeypatch.setattr(Highlighter, "html", counted)
-    copied: list[str] = []
-    copy_into = getattr(Highlighter, "copy_into", None)  # (the base had none)
-
     def copied_into(self: Highlighter, key: str, block_id: str, dest: BinaryIO) -> None:
         copied.append(block_id)
-        assert copy_into is not None
         copy_into(self, key, block_id, dest)
 
-    if copy_into is not None:
-        monkeypatch.setattr(Highlighter, "copy_into", copied_into)
+    monkeypatch.setattr(Highlighter, "html", counted)
+    monkeypatch.setattr(Highlighter, "copy_into", copied_into)
     assert TRAINING is not None
-    site = build(str(TRAINING), tmp_path / "site", make_zip=False).site
-    assert decoded == []  # no block went through the build process's text
-    assert copied
-    pages = [p.read_text(encoding="utf-8") for p in site.glob("-_*/index.html")]
-    for text in pages:  # every block in, each with its own id
-        assert "<!--tlsite-code:" not in text
-        assert BLOCK_ID not in text
-    assert sum(text.count('data-block="artifact-') for text in pages) == len(copied)
+    built: dict[str, tuple[dict[str, bytes], set[str], set[str]]] = {}
+    for name, least in (
+        ("all after", 0),
+        ("default", report.CODE_AFTER_WRITING_MIN),
+        ("none", 1 << 62),
+    ):
+        monkeypatch.setattr(report, "CODE_AFTER_WRITING_MIN", least)
+        decoded.clear()
+        copied.clear()
+        site = build(str(TRAINING), tmp_path / name.replace(" ", "-"), make_zip=False).site
+        pages = {str(p.relative_to(site)): p.read_bytes() for p in site.glob("-_*/index.html")}
+        for text in pages.values():  # every block in, each with its own id
+            assert b"<!--tlsite-code:" not in text
+            assert BLOCK_ID.encode() not in text
+        assert sum(text.count(b'data-block="artifact-') for text in pages.values()) == len(
+            decoded
+        ) + len(copied)
+        built[name] = (pages, set(decoded), set(copied))
+    assert not built["all after"][1] and built["all after"][2]
+    assert built["none"][1] and not built["none"][2]
+    pages, before, after = built["default"]
+    assert before and after  # the training trace has pages of a few kB and of megabytes
+    for text in pages.values():
+        ids = set(re.findall(rb'data-block="(artifact-[0-9]+)"', text))
+        assert {i.decode() for i in ids} <= before or {i.decode() for i in ids} <= after
+    assert built["all after"][0] == pages == built["none"][0]
 
 
 @needs_training
