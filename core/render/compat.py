@@ -346,13 +346,26 @@ class CompatWriter:
                 count = 0
                 for unit in units[key]:
                     for entry in _directory_entries(unit):  # one at a time: a compile may
-                        value = json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False)
+                        value = _indented_json(entry)
                         dest.write(",\n      " if count else "\n      ")  # have 100,000s
                         dest.write(value.replace("\n", "\n      "))
                         count += 1
                 dest.write("\n    ]\n  }" if count else "]\n  }")
             dest.write("\n}\n" if units else "\n")
         self._wrote("compile_directory.json")
+
+
+_json_value = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _indented_json(entry: dict[str, Any]) -> str:
+    """``json.dumps(entry, indent=2, sort_keys=True, ensure_ascii=False)`` of a dict of
+    plain values: ``indent`` takes json's Python encoder, which was most of the time a storm's
+    directory took to write."""
+    if not entry:
+        return "{}"
+    items = ",\n  ".join(f"{_json_value(key)}: {_json_value(entry[key])}" for key in sorted(entry))
+    return f"{{\n  {items}\n}}"
 
 
 def _directory_entries(unit: CompileUnit) -> Iterator[dict[str, Any]]:
