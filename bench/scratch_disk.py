@@ -21,20 +21,24 @@ def unjournaled_ext4(folder: str | os.PathLike[str]) -> str | None:
     (also when Linux does not say: no ``/proc/self/mountinfo`` or no ``journal_task``)."""
     try:
         device = os.stat(folder).st_dev
-        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8").splitlines()
+        mounts = Path("/proc/self/mountinfo").read_bytes().decode("utf-8", "surrogateescape")
+        # the name /sys/fs/ext4 knows the device by (dm-0 for /dev/mapper/..., vda, loop0)
+        name = os.path.basename(
+            os.readlink(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}")
+        )
     except OSError:
         return None
     wanted = f"{os.major(device)}:{os.minor(device)}"
-    for line in mounts:
+    for line in mounts.splitlines():
         fields = line.split()
         if len(fields) < 3 or fields[2] != wanted or "-" not in fields:
             continue
-        kind, source = fields[fields.index("-") + 1 : fields.index("-") + 3]
-        if kind != "ext4":
+        after = fields[fields.index("-") + 1 :]
+        if len(after) < 2 or after[0] != "ext4":
             return None
-        task = Path("/sys/fs/ext4", os.path.basename(source), "journal_task")
+        task = Path("/sys/fs/ext4", name, "journal_task")
         try:
-            return source if task.read_text(encoding="utf-8").strip() == "<none>" else None
+            return after[1] if task.read_text(encoding="utf-8").strip() == "<none>" else None
         except OSError:
             return None
     return None

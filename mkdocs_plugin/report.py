@@ -529,7 +529,8 @@ def _put_code(path: str, blocks: list[tuple[str, str]], highlighter: Highlighter
 
 
 def _code_bytes(blocks: dict[str, Block]) -> int:
-    """How much code a page's blocks show, before highlighting (bytes)."""
+    """How much code a page's blocks hold, before highlighting (bytes; a block shown only in
+    its first lines counts whole: a page only of those still goes in after writing)."""
     return sum(block.size for block in blocks.values() if isinstance(block, CodeBlock))
 
 
