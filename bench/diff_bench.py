@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch_disk import warn_if_unjournaled
+
 
 def run(command: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS in MB) of one subprocess."""
@@ -45,6 +47,7 @@ def main() -> None:
     common = ["--no-browser", "--quiet", "--bundle", "zip"]
     rows = []
     scratch = Path(tempfile.mkdtemp(prefix="diff_bench_"))
+    warn_if_unjournaled(scratch)
     try:
         for name, path in (("before", args.before), ("after", args.after)):
             wall, rss = run([*tlsite, "build", path, "-o", str(scratch / name), *common])

@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from scratch_disk import warn_if_unjournaled
+
 PROJECT_PARENT = Path(__file__).resolve().parents[2]
 HEAD = "V0101 00:00:00.000000 1 f.py:1] "
 IDS = '"frame_id": 0, "frame_compile_id": 0, "attempt": 0'
@@ -189,6 +191,7 @@ def main() -> None:
     print("| case | size | wall (s) | CPU (s) | peak RSS (MB) |")
     print("|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="tlsite-hostile-") as folder:
+        warn_if_unjournaled(folder)
         scratch = Path(folder)
         for case in args.cases:
             make, sizes, unit = CASES[case]

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch_disk import warn_if_unjournaled
+
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -72,6 +74,7 @@ def main(argv: list[str]) -> int:
     rounds, trace, roots = int(argv[0]), argv[1], dict(a.split("=", 1) for a in argv[2:])
     runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in roots}
     with tempfile.TemporaryDirectory(prefix="tlsite-serial-") as scratch:
+        warn_if_unjournaled(scratch)
         site = Path(scratch) / "site"
         for number in range(rounds):
             for name, root in roots.items():
