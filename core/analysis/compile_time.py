@@ -22,10 +22,13 @@ if TYPE_CHECKING:  # the model imports these views (see Trace.graph_breaks)
 _US = 1e-6
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Timer:
     """One timer: its label, the metrics keys that carry it (first present wins; legacy
-    ``*_s`` keys of older torch after the ``*_us`` ones) and the timers nested inside it."""
+    ``*_s`` keys of older torch after the ``*_us`` ones) and the timers nested inside it.
+
+    Each timer is one constant of this module, equal only to itself: hashed by its fields, a
+    dict keyed by timers hashed a timer's whole subtree at every lookup."""
 
     label: str
     keys: tuple[tuple[str, float], ...]
