@@ -83,6 +83,7 @@ def _no_sendfile(*args: object) -> int:
 
 
 @needs_training
+@pytest.mark.slow  # three builds
 def test_a_page_gets_its_code_after_it_is_written_only_when_it_shows_much(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
