@@ -15,11 +15,10 @@ from typing import Any
 
 from .frames import EVAL_WITH_KEY, drop_convert_frame_suffix
 from .limits import OTHER_TYPES, count_name
-from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD, StoredJson
+from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD
 from .records import (
     MAX_JSON_DEPTH,
     JSONTooDeep,
-    dumps_finite,
     is_finite_number,
     is_whole_number,
     loads_bounded,
@@ -125,7 +124,7 @@ def metrics_only(ctx: RecordContext) -> None:
 
 
 def keep_metrics(ctx: RecordContext) -> None:
-    """Keep a metrics record; its fields wait in the payload store until a page reads them.
+    """Keep a metrics record, as decoded, without its config snapshots (stored apart).
 
     A field pages and analyses compute with whose value has the wrong type (a number for
     ``restart_reasons``, text or infinity for a time) is noted on Parse health and left out,
@@ -148,12 +147,7 @@ def keep_metrics(ctx: RecordContext) -> None:
         event.configs = {key: ctx.trace.store.put(meta[key]) for key in configs}
     if bad or configs:
         left_out = set(bad) | set(configs)
-        kept = {key: value for key, value in meta.items() if key not in left_out}
-        envelope = dumps_finite({ctx.record.event_type: kept}, ensure_ascii=True, default=str)
-        stored = envelope.encode("utf-8")
-    else:
-        stored = ctx.envelope_json()
-    event.metadata = StoredJson(ctx.trace.store, stored, ctx.record.event_type)
+        event.metadata = {key: value for key, value in meta.items() if key not in left_out}
 
 
 #: Config snapshots a metrics record carries (JSON text each; torch 2.13+ logs all four).

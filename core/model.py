@@ -369,35 +369,6 @@ class ArtifactList(Sequence[Artifact]):
         return f"ArtifactList({len(self)} artifacts, {len(self._offsets)} spilled)"
 
 
-class StoredJson(Mapping[str, Any]):
-    """A record's JSON object kept in the payload store, decoded when it is used.
-
-    compilation_metrics records are most of the model once decoded (12 kB per compile id
-    in a recompile storm); pages and analyses read them a few times each.
-    """
-
-    __slots__ = ("_key", "_ref", "_store")
-
-    def __init__(self, store: PayloadStore, envelope_json: bytes, key: str) -> None:
-        """Keep ``envelope_json``, a record's JSON envelope, whose ``key`` is the object."""
-        self._store = store
-        self._key = key
-        self._ref = store.put_bytes(envelope_json)
-
-    def load(self) -> dict[str, Any]:
-        """The object (shared with other readers: do not change it)."""
-        return self._store.read_json(self._ref)[self._key]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.load()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.load())
-
-    def __len__(self) -> int:
-        return len(self.load())
-
-
 @dataclass(slots=True)
 class Event:
     """Any other record worth keeping: metrics, symbolic-shape events, unknown types, ..."""
@@ -415,8 +386,6 @@ class Event:
     @property
     def meta(self) -> dict[str, Any]:
         """The metadata object (``{}`` when the record logged something else)."""
-        if isinstance(self.metadata, StoredJson):
-            return self.metadata.load()
         return self.metadata if isinstance(self.metadata, dict) else {}
 
 

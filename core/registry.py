@@ -113,10 +113,6 @@ class RecordContext:
         """Whether the record's text may be kept as logged instead of encoded anew."""
         return self._builder.fast_paths
 
-    def envelope_json(self) -> bytes:
-        """The record's envelope as one line of UTF-8 JSON (see ``TraceBuilder.envelope_json``)."""
-        return self._builder.envelope_json(self.record)
-
     def stack(self, key: str) -> list[Frame]:
         return read_stack(self.meta.get(key), self._builder.reader_strings)
 

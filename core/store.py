@@ -11,16 +11,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from .cleanup import make_scratch, remove_scratch, remove_scratch_soon
-from .records import loads_bounded
 
-#: How many decoded JSON payloads :meth:`PayloadStore.read_json` keeps.
-DECODED_KEPT = 8
 #: How many distinct payloads :meth:`PayloadStore.put` recognises at least (and at most twice
 #: as many): the most recent ones. A trace of a million distinct artifacts kept a few hundred
 #: bytes each in the index; a payload logged again after that many others is stored again.
@@ -53,7 +49,6 @@ class PayloadStore:
         self._reader: BinaryIO | None = None
         self._index: dict[str, PayloadRef] = {}  # the payloads put most recently
         self._older: dict[str, PayloadRef] = {}  # the RECOGNISED before them
-        self._decoded: OrderedDict[int, Any] = OrderedDict()  # offset -> value, see read_json
         self._derived: dict[tuple[str, Callable[[str], str]], PayloadRef] = {}  # see derived
         self._dirty = False
 
@@ -112,19 +107,6 @@ class PayloadStore:
 
     def read(self, ref: PayloadRef) -> str:
         return self.read_bytes(ref).decode("utf-8")
-
-    def read_json(self, ref: PayloadRef) -> Any:
-        """The payload's JSON value; the last few asked for stay decoded (a page asks for
-        the same record many times in a row)."""
-        value = self._decoded.get(ref.offset)
-        if value is None:
-            value = loads_bounded(self.read_bytes(ref).decode("utf-8"))
-            self._decoded[ref.offset] = value
-            if len(self._decoded) > DECODED_KEPT:
-                self._decoded.popitem(last=False)
-        else:
-            self._decoded.move_to_end(ref.offset)
-        return value
 
     def copy_to(self, ref: PayloadRef, dest: str | os.PathLike[str]) -> None:
         """Write the payload to ``dest`` (replacing what is there; its folder exists)."""

@@ -77,7 +77,6 @@ class UnitSymbols:
 
 def unit_symbols(unit: CompileUnit) -> UnitSymbols | None:
     """The symbols of ``unit`` and what constrains them, or None if it logged none."""
-    # metadata may be stored on disk (StoredJson): read each record's once
     events = [(e, e.meta) for e in unit.events if e.type in SYMBOLIC_TYPES]
     if not events:
         return None
