@@ -23,7 +23,6 @@ from mkdocs.structure.pages import Page, _HTMLHandler
 from mkdocs.structure.toc import AnchorLink, TableOfContents, get_toc
 
 from tlsite.core.render import fast_markdown
-from tlsite.core.store import PayloadRef, PayloadStore
 
 from .alike_pages import render_alike
 from .page_shapes import Shapes
@@ -108,7 +107,7 @@ def take_conversion(page: Page, converted: tuple[str, list[Any]], config: MkDocs
 
 
 class DeferredPage(Page):
-    """A page whose file holds only its front matter; ``body`` is the rest, in ``store``."""
+    """A page whose file holds only its front matter; ``body`` is the rest."""
 
     def __init__(
         self,
@@ -116,14 +115,12 @@ class DeferredPage(Page):
         file: File,
         config: MkDocsConfig,
         *,
-        body: PayloadRef,
-        store: PayloadStore,
+        body: str,
         convert: Callable[[str], Converted] = fast_markdown.convert,
     ) -> None:
         """``convert``: :func:`fast_markdown.convert`, or a build's :func:`conversions`."""
         super().__init__(title, file, config)
-        self._body: PayloadRef | None = body
-        self._store = store
+        self._body: str | None = body
         self._convert = convert
         self._files: Files | None = None
 
@@ -140,8 +137,7 @@ class DeferredPage(Page):
         if self._body is None:
             return
         assert self._files is not None, "MkDocs renders every page before it writes any"
-        self.markdown = self._store.read(self._body)
-        self._body = None
+        self.markdown, self._body = self._body, None
         converted = self._convert(self.markdown) if site_markdown(config) else None
         if converted is None:
             render_alike(self, config, self._files)  # a job's ranks: once for pages alike

@@ -1,8 +1,8 @@
 """A report made ready for MkDocs: what the site build needs of a trace, and no more.
 
-A :class:`PreparedReport` is the trace's pages with their Markdown bodies and code blocks
-parked in the payload store, the navigation and the distinct code blocks to highlight: a
-few hundred bytes per page in memory, whatever the size of the pages.
+A :class:`PreparedReport` is the trace's pages (each page's Markdown, its big HTML parts
+and code left in the payload store as placeholders), the navigation and the distinct code
+blocks to highlight.
 """
 
 from __future__ import annotations
@@ -15,19 +15,20 @@ from mkdocs.utils.meta import YAML_RE
 from tlsite.core.model import Trace
 from tlsite.core.render.code_terms import CodeIndex
 from tlsite.core.render.highlight import CodeBlock
-from tlsite.core.render.pages import Page, dump_blocks, render_tree
+from tlsite.core.render.page import Block
+from tlsite.core.render.pages import Page, render_tree
 from tlsite.core.stats import ParseStats
-from tlsite.core.store import PayloadRef, PayloadStore
+from tlsite.core.store import PayloadStore
 
 
 @dataclass(slots=True)
 class PreparedPage:
-    """One page: the Markdown MkDocs reads at once, and where the rest waits in the store."""
+    """One page: the Markdown MkDocs reads at once, and what it converts when it writes it."""
 
     path: str  # relative to the report's root, e.g. "-_0_0_0/index.md"
     head: str  # the front matter (the whole page when its body is not deferred)
-    body: PayloadRef | None  # the Markdown after the front matter (see DeferredPage)
-    blocks: PayloadRef | None  # the page's code and HTML blocks (see dump_blocks)
+    body: str | None  # the Markdown after the front matter (see DeferredPage)
+    blocks: dict[str, Block] | None  # the page's code and HTML blocks, by placeholder token
 
 
 @dataclass
@@ -64,9 +65,9 @@ def split_front_matter(markdown: str) -> tuple[str, str] | None:
 
 
 def prepare_report(trace: Trace, *, prefix: str = "", defer_bodies: bool = True) -> PreparedReport:
-    """Render ``trace``'s pages into its store.
+    """Render ``trace``'s pages (their big parts and code into its store).
 
-    ``defer_bodies``: keep each page's body in the store for a :class:`DeferredPage`;
+    ``defer_bodies``: keep each page's body apart for a :class:`DeferredPage`;
     without it (a site that embeds the report, whose plugins may read any page's Markdown
     at any time), a page's head is the whole page.
     """
@@ -84,7 +85,7 @@ def prepare_report(trace: Trace, *, prefix: str = "", defer_bodies: bool = True)
     seen: set[str] = set()
 
     def park(page: Page) -> None:
-        report.pages.append(_park(page, store, defer_body=defer_bodies))
+        report.pages.append(_prepared(page, defer_body=defer_bodies))
         if page.code:  # page.html, not page/index.html, whatever the site's URLs
             location = f"{prefix}{page.path.removesuffix('.md')}.html"
             report.code_index.add_page(location, page.title, page.code)
@@ -102,12 +103,10 @@ def prepare_report(trace: Trace, *, prefix: str = "", defer_bodies: bool = True)
     return report
 
 
-def _park(page: Page, store: PayloadStore, *, defer_body: bool) -> PreparedPage:
-    """The page with its body (if deferred) and blocks put in the store."""
+def _prepared(page: Page, *, defer_body: bool) -> PreparedPage:
+    """The page with its body (if deferred) apart from its front matter."""
     head, body = page.markdown, None
     parts = split_front_matter(page.markdown) if defer_body else None
     if parts is not None:  # every report page has front matter; converted whole otherwise
-        head, text = parts
-        body = store.put(text)
-    blocks = store.put(dump_blocks(page.blocks)) if page.blocks else None
-    return PreparedPage(page.path, head, body, blocks)
+        head, body = parts
+    return PreparedPage(page.path, head, body, page.blocks or None)

@@ -34,7 +34,7 @@ from tlsite.core.model import Trace
 from tlsite.core.render.compat import CompatWriter
 from tlsite.core.render.highlight import CodeBlock, Highlighter
 from tlsite.core.render.page import CODE_PLACEHOLDER, Block, HtmlBlock, insert_parts
-from tlsite.core.render.pages import PLACEHOLDER_PATTERN, load_blocks
+from tlsite.core.render.pages import PLACEHOLDER_PATTERN
 from tlsite.core.render.templating import bytecode_cache
 from tlsite.core.store import PayloadRef, PayloadStore
 
@@ -127,7 +127,7 @@ class ReportPages:
         self._highlight_workers = highlight_workers
         self._highlighter = highlighter
         self._prepared: PreparedReport | None = None
-        self._blocks_of_uri: dict[str, PayloadRef] = {}  # until the page is converted
+        self._blocks_of_uri: dict[str, dict[str, Block]] = {}  # until the page is converted
         self._blocks: dict[str, dict[str, Block]] = {}  # until it is written
         self._report_uris: set[str] = set()  # the report's pages, in a site with others
         self._auto_nav = False
@@ -220,7 +220,6 @@ class ReportPages:
                     generated,
                     config,
                     body=page.body,
-                    store=store,
                     convert=self._conversions.get,
                 )
             files.append(generated)
@@ -258,9 +257,9 @@ class ReportPages:
         """Convert a deferred page, and put in the HTML parts of its text (not its code)."""
         if isinstance(page, DeferredPage):
             page.convert(config)
-        blocks_ref = self._blocks_of_uri.pop(page.file.src_uri, None)  # read once
-        if blocks_ref is not None:
-            blocks = self._blocks[page.file.src_uri] = load_blocks(self._store.read(blocks_ref))
+        blocks = self._blocks_of_uri.pop(page.file.src_uri, None)
+        if blocks is not None:
+            self._blocks[page.file.src_uri] = blocks
             page.content = insert_parts(page.content, blocks)
 
     def on_post_page(self, output: str, page: Any, config: MkDocsConfig) -> str:

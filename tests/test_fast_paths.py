@@ -37,7 +37,7 @@ from tlsite.core.builder import TraceBuilder
 from tlsite.core.records import RecordReader
 from tlsite.core.render import fastlex, templating
 from tlsite.core.render.highlight import CodeBlock, _token_lines
-from tlsite.core.render.pages import dump_blocks, highlight_ahead, load_blocks, render_tree
+from tlsite.core.render.pages import highlight_ahead, render_tree
 from tlsite.core.stats import ParseStats
 from tlsite.mkdocs_plugin import pipeline
 from tlsite.mkdocs_plugin.build import build_report
@@ -108,20 +108,6 @@ def test_blocks_highlighted_ahead_are_the_blocks_the_pages_show(log: Path) -> No
     finally:
         trace.close()
     assert set(ahead.keys) == shown
-
-
-@pytest.mark.parametrize("log", all_corpus_traces(), ids=trace_id)
-def test_blocks_kept_on_disk_come_back_as_they_were(log: Path) -> None:
-    """A site build keeps each page's blocks in the store until the page is written."""
-    trace = load(log)
-    try:
-        pages = [page for page in render_tree(trace).pages if page.blocks]
-        for page in pages:
-            assert load_blocks(dump_blocks(page.blocks)) == page.blocks, page.path
-    finally:
-        trace.close()
-    if "inductor" in log.name or "cache" in log.name:
-        assert pages, "no page with code blocks in a trace that has artifacts"
 
 
 def _built_with_and_without(

@@ -7,10 +7,9 @@ Kept apart from :mod:`.pages` (which renders them) so that every module that mak
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..store import read_slice
@@ -138,39 +137,12 @@ def insert_parts(content: str, blocks: dict[str, Block]) -> str:
     return PART_PLACEHOLDER_PATTERN.sub(html, content)
 
 
-def dump_blocks(blocks: dict[str, Block]) -> str:
-    """A page's blocks as JSON text (see :func:`load_blocks`): a site build keeps them in the
-    payload store until the page is written, not as thousands of objects in memory."""
-    rows = [
-        [token, _KINDS[type(block)], *(getattr(block, name) for name in _FIELDS[type(block)])]
-        for token, block in blocks.items()
-    ]
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
-
-
-_KINDS: dict[type, str] = {
-    CodeBlock: "code",
-    HtmlBlock: "html",
-    PagePart: "part",
-    CodePart: "code-part",
-}
-_CLASSES = {kind: cls for cls, kind in _KINDS.items()}
-#: Each kind's fields in order (``dataclasses.astuple`` deep-copied every value of every block).
-_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _KINDS}
-
-
-def load_blocks(text: str) -> dict[str, Block]:
-    """The blocks :func:`dump_blocks` wrote."""
-    return {token: _CLASSES[kind](*fields) for token, kind, *fields in json.loads(text)}
-
-
 @dataclass
 class SiteTree:
     """The whole generated documentation tree.
 
     With a ``sink``, each page goes to it as soon as it is rendered instead of into
-    ``pages``: a site build parks each page's Markdown on disk at once (held together, the
-    pages would grow with the trace).
+    ``pages``.
     """
 
     pages: list[Page] = field(default_factory=list)

@@ -60,8 +60,6 @@ from .page import (  # noqa: F401 (re-exported)
     Page,
     PagePart,
     SiteTree,
-    dump_blocks,
-    load_blocks,
 )
 from .templating import html_macro, macro, render, render_markdown
 from .trie_html import trie_html
