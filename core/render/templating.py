@@ -36,9 +36,30 @@ def bytecode_cache() -> jinja2.BytecodeCache:
     return jinja2.FileSystemBytecodeCache()
 
 
+#: What ``getattr`` finds on a plain dict: every other name is one of its keys or nothing.
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class _Environment(jinja2.Environment):
+    """Jinja's environment, with ``row.name`` on a plain dict looked up as the key at once.
+
+    Jinja tries ``getattr`` first and the key after its ``AttributeError``; templates read
+    most of their values from dicts, and the exception was most of the lookup's cost on a
+    page of thousands of rows. A dict's own attributes (``row.items``) still come first.
+    """
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
+
+
 def _environment(**escaping: Any) -> jinja2.Environment:
     """The settings both environments share; ``escaping`` is what sets them apart."""
-    env = jinja2.Environment(
+    env = _Environment(
         loader=jinja2.PackageLoader("tlsite.core.render", "templates"),
         trim_blocks=True,
         lstrip_blocks=True,
