@@ -548,6 +548,8 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
 
 #: Held while :func:`build` imports with the garbage collector off.
 _IMPORTING = threading.Lock()
+#: The collector's third threshold during a build: no full collection (see :func:`_build`).
+NO_FULL_COLLECTION = 1 << 30
 
 
 def build(path: str, out: Path, **options: Any) -> BuildOutcome:
@@ -588,9 +590,14 @@ def _build(path: str, out: Path, pool: TaskPool | None, options: Mapping[str, An
     if gc.get_freeze_count():  # the caller froze what it has: unfreezing would thaw that too
         return build_pipeline(path, out, pool=pool, **options)
     gc.freeze()
+    # what a build makes lives until it ends (the model, pages, MkDocs' files): the young
+    # generations are still collected, but no full collection scans it all again
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(young, middle, NO_FULL_COLLECTION)
     try:
         return build_pipeline(path, out, pool=pool, **options)
     finally:
+        gc.set_threshold(young, middle, old)
         gc.unfreeze()  # a process that builds again (the tests) collects as before
 
 
