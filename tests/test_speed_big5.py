@@ -34,7 +34,7 @@ from tlsite.mkdocs_plugin.build import build_report
 
 #: The revision whose sites are the reference: the last whose compile pages these match (the
 #: last change to what a site holds: session ten's graph-break storm pages).
-BASE = BASE_REV or "73974f8"  # session eleven: tlsite.js (rows kept in place), tlsite.css (phone)
+BASE = BASE_REV or "ad5750e"  # session thirteen: tlsite.css (long artifact names)
 TRAINING = sorted(TORCH_213.glob(TRAINING_TRACE_GLOB))[0] if TORCH_213.exists() else None
 needs_training = pytest.mark.skipif(TRAINING is None, reason="no torch 2.13 training trace")
 

@@ -28,7 +28,7 @@ from tlsite.core.render.pages import render_tree
 
 #: The revision whose pages are the reference: the one these changes started from, unless
 #: ``TLSITE_BASE_REV`` names another (move it on when compile pages change on purpose).
-BASE = BASE_REV or "73974f8"  # session eleven: tlsite.js (rows kept in place), tlsite.css (phone)
+BASE = BASE_REV or "ad5750e"  # session thirteen: tlsite.css (long artifact names)
 STORM_IDS = 30
 
 #: Renders every page of each trace given and writes, per trace, each page's path, title,
