@@ -19,6 +19,7 @@ from .model import BODY_JSON, BODY_PAGE, BODY_PAYLOAD
 from .records import (
     MAX_JSON_DEPTH,
     JSONTooDeep,
+    finite_json,
     is_finite_number,
     is_whole_number,
     loads_bounded,
@@ -145,9 +146,12 @@ def keep_metrics(ctx: RecordContext) -> None:
         # torch repeats the whole config (tens of kB) in every record: each distinct
         # snapshot is stored once, the record keeps where it is
         event.configs = {key: ctx.trace.store.put(meta[key]) for key in configs}
+    kept = meta
     if bad or configs:
         left_out = set(bad) | set(configs)
-        event.metadata = {key: value for key, value in meta.items() if key not in left_out}
+        kept = {key: value for key, value in meta.items() if key not in left_out}
+    # a field of NaN or infinity is no value (as in tlsite's JSON files): null, in any trace
+    event.metadata = finite_json(kept)
 
 
 #: Config snapshots a metrics record carries (JSON text each; torch 2.13+ logs all four).

@@ -123,6 +123,22 @@ def dumps_finite(value: Any, **options: Any) -> str:
         return json.dumps(_finite(value), allow_nan=False, **options)
 
 
+def finite_json(value: Any) -> Any:
+    """A decoded JSON value as :func:`dumps_finite` would write it: infinities and NaN (which
+    ``json.loads`` reads from ``1e400`` and ``NaN``) become None; the value itself when it
+    holds none."""
+    values = [value]
+    while values:
+        item = values.pop()
+        if type(item) is float and not math.isfinite(item):
+            return _finite(value)
+        if type(item) is dict:
+            values.extend(item.values())
+        elif type(item) is list:
+            values.extend(item)
+    return value
+
+
 def _finite(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None

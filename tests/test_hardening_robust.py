@@ -85,6 +85,33 @@ BAD_METRICS = {
 }
 
 
+@pytest.mark.parametrize("config", [False, True], ids=["no-config", "config-snapshot"])
+def test_a_metrics_field_of_nan_is_no_value_whatever_else_the_record_holds(
+    tmp_path: Path, config: bool
+) -> None:
+    """NaN and infinity in a field the types do not check are null, as in tlsite's JSON
+    files, whether or not the record carries a config snapshot (torch 2.13 and later do;
+    the record was kept as logged without one, and showed ``NaN``)."""
+    from tlsite.core import load
+
+    metrics: dict[str, object] = {"co_name": "step", "ratio": float("nan"), "w": [float("inf")]}
+    if config:
+        metrics["dynamo_config"] = json.dumps({"verbose": False})
+    text = trace_lines({"dynamo_start": {"stack": []}, **CID})
+    text += trace_lines({"compilation_metrics": metrics, **CID})
+    log = tmp_path / "nan.log"
+    log.write_text(text, encoding="utf-8")
+    trace = load(log)
+    try:
+        (unit,) = trace.units.values()
+        assert unit.metrics[0].meta == {"co_name": "step", "ratio": None, "w": [None]}
+    finally:
+        trace.close()
+    outcome = build(str(log), tmp_path / "site", make_zip=False)
+    page = text_of((outcome.site / "-_0_0_0" / "index.html").read_text(encoding="utf-8"))
+    assert "step" in page and "NaN" not in page and "Infinity" not in page
+
+
 def test_metrics_fields_of_the_wrong_type_are_noted_and_ignored(tmp_path: Path) -> None:
     """Each wrong-typed field is listed on Parse health with its value; the build goes on
     and pages use none of them (no failure row from a numeric fail_type, no restart)."""
