@@ -362,6 +362,8 @@ class ReportPages:
             if helper is not None:
                 helper.stop()
             raise
+        if helper is not None:
+            helper.end()  # every file is handed: the helper finishes once it has written them
         return writer
 
     def _files_written(self, out: str, written: list[str]) -> None:
