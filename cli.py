@@ -557,7 +557,7 @@ def build(path: str, out: Path, **options: Any) -> BuildOutcome:
     a while to import, and ``tlsite --version`` or ``serve`` need none of it)."""
     # What importing MkDocs and the rest makes (modules, classes, functions) lives as long
     # as the process: the garbage collector's passes would find nothing to free in it, so
-    # none runs while it is made, and frozen, the full passes during the build skip it.
+    # none runs while it is made, and it is frozen during the build (see _build).
     pool = _early_rank_pool(path, options)
     try:
         return _build(path, out, pool, options)

@@ -1,4 +1,4 @@
-"""A content-addressed payload store on disk, so memory does not grow with the trace.
+"""A content-addressed payload store on disk: the trace's payloads stay out of memory.
 
 Payloads are appended once per distinct content (keyed by their MD5) to one pack file, and
 read back by offset only when a page or an output file needs them. One file, not one file

@@ -4,8 +4,8 @@ MkDocs converts every page before it writes any (``_populate_page`` for all, the
 ``_build_page`` for all): every page's HTML, table of contents and anchor sets were alive at
 once, and a build's memory grew with the number of compile ids. A :class:`DeferredPage` is
 what MkDocs 1.6 lets a plugin put in ``File.page`` during ``on_files``: MkDocs reads its
-front matter (title and options) as usual, but its Markdown body waits in the payload store
-and :meth:`DeferredPage.convert` converts it just before the page is written: with
+front matter (title and options) as usual, but its Markdown body waits apart, and
+:meth:`DeferredPage.convert` converts it just before the page is written: with
 :mod:`tlsite.core.render.fast_markdown` when the body is in its subset (a compile page),
 which gives the HTML and table of contents Python-Markdown would, else as MkDocs does.
 """

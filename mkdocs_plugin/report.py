@@ -1,9 +1,9 @@
 """One trace's report in a MkDocs build: its pages, their code, its tlparse files.
 
-:class:`ReportPages` does the work the plugin's events hand it: render the trace's pages into
-the payload store, add them to the site's files, highlight their code while MkDocs works, put
-each page's parts and code in as it is written, and write the tlparse-compatible files and the
-code index. Two roles differ in what the site around the report is:
+:class:`ReportPages` does the work the plugin's events hand it: render the trace's pages (their
+big parts and code into the payload store), add them to the site's files, highlight their code
+while MkDocs works, put each page's parts and code in as it is written, and write the
+tlparse-compatible files and the code index. Two roles differ in what the site around the report is:
 
 * :class:`OwnSite`: tlsite's theme is the site's (``tlsite build``, ``tlsite markdown``'s tree
   built with the plugin): the tlparse files are written before the pages (a zip bundle
@@ -358,12 +358,12 @@ class ReportPages:
         writer = CompatWriter(trace, out, raw_log=self._raw_log, on_written=written, aside=helper)
         try:
             writer.write_all()
+            if helper is not None:
+                helper.end()  # every file is handed: it finishes once it has written them
         except BaseException:
             if helper is not None:
                 helper.stop()
             raise
-        if helper is not None:
-            helper.end()  # every file is handed: the helper finishes once it has written them
         return writer
 
     def _files_written(self, out: str, written: list[str]) -> None:
@@ -449,9 +449,8 @@ class OwnSite(ReportPages):
     def _release_sources(self) -> None:
         """Forget what the pages and tlparse files were made from, now that they are made.
 
-        Each page's body and blocks wait in the store until the page is written; the trace
-        keeps its statistics and store. At 1 GB of trace this was ~10 MB held for the whole
-        of page writing.
+        Each page's body and blocks stay with its MkDocs page until it is written; the trace
+        keeps its statistics and store, not its compile units for the whole of page writing.
         """
         assert self._prepared is not None
         self._prepared.pages = []

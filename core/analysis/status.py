@@ -101,8 +101,7 @@ def _export_outcomes(trace: Trace, calls: list[ExportCall] | None) -> dict[int, 
 
 
 def _status_fields(meta: dict) -> dict:
-    """The fields :func:`classify` reads: every unit's metrics are held at once here, and a
-    whole record is kilobytes (a recompile storm has thousands)."""
+    """The fields :func:`classify` reads, apart from the rest of the record."""
     keys = ("fail_type", "graph_op_count", "restart_reasons", "co_name")
     return {key: meta.get(key) for key in keys}
 

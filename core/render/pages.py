@@ -216,7 +216,7 @@ class ReportRenderer:
         return "../" * depth + f"{unit.dirname}/index.html"
 
     def function_of(self, unit: CompileUnit) -> str:
-        """The function compiled (kept: several pages ask, and metrics decode slowly)."""
+        """The function compiled (kept: several pages ask)."""
         name = self._function_of.get(id(unit))
         if name is None:
             name = self._function_of[id(unit)] = self._find_function(unit)
