@@ -127,8 +127,7 @@ class ReportPages:
         self._highlight_workers = highlight_workers
         self._highlighter = highlighter
         self._prepared: PreparedReport | None = None
-        self._blocks_of_uri: dict[str, dict[str, Block]] = {}  # until the page is converted
-        self._blocks: dict[str, dict[str, Block]] = {}  # until it is written
+        self._blocks: dict[str, dict[str, Block]] = {}  # each page's, until it is written
         self._report_uris: set[str] = set()  # the report's pages, in a site with others
         self._auto_nav = False
         self._last_page: str | None = None
@@ -225,7 +224,7 @@ class ReportPages:
             files.append(generated)
             report_uris.add(uri)
             if page.blocks is not None:
-                self._blocks_of_uri[uri] = page.blocks
+                self._blocks[uri] = page.blocks
         self._report_uris = report_uris
         self._after_pages(files, config)
         if self._auto_nav:
@@ -257,9 +256,8 @@ class ReportPages:
         """Convert a deferred page, and put in the HTML parts of its text (not its code)."""
         if isinstance(page, DeferredPage):
             page.convert(config)
-        blocks = self._blocks_of_uri.pop(page.file.src_uri, None)
+        blocks = self._blocks.get(page.file.src_uri)
         if blocks is not None:
-            self._blocks[page.file.src_uri] = blocks
             page.content = insert_parts(page.content, blocks)
 
     def on_post_page(self, output: str, page: Any, config: MkDocsConfig) -> str:
@@ -449,8 +447,9 @@ class OwnSite(ReportPages):
     def _release_sources(self) -> None:
         """Forget what the pages and tlparse files were made from, now that they are made.
 
-        Each page's body and blocks stay with its MkDocs page until it is written; the trace
-        keeps its statistics and store, not its compile units for the whole of page writing.
+        Each page's body waits in its MkDocs page, and its blocks here, until it is written;
+        the trace keeps its statistics and store, not its compile units for the whole of page
+        writing.
         """
         assert self._prepared is not None
         self._prepared.pages = []
