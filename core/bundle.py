@@ -16,7 +16,6 @@ import marshal
 import os
 import re
 import sqlite3
-import threading
 import zipfile
 from collections import deque
 from collections.abc import (
@@ -209,10 +208,11 @@ def _put(archive: zipfile.ZipFile, entry: _Entry) -> None:
     as writing it there (its local header does not say where it is)."""
     info = entry.info
     assert info is not None and archive.fp is not None
-    archive.fp.seek(archive.start_dir)
+    if archive.fp.tell() != archive.start_dir:  # a seek writes out what the file buffers
+        archive.fp.seek(archive.start_dir)
     info.header_offset = archive.start_dir
     archive.fp.write(entry.data)
-    archive.start_dir = archive.fp.tell()
+    archive.start_dir += len(entry.data)
     archive.filelist.append(info)
     archive.NameToInfo[info.filename] = info
     archive._didModify = True  # type: ignore[attr-defined]
@@ -250,11 +250,13 @@ class _Deflater:
             batch, self._batch = self._batch, []
             self._pool.submit(self._deflate_batch, batch)
 
-    def _deflate_batch(self, batch: list[tuple[str, int, Future[_Entry]]]) -> None:
+    def _deflate_batch(
+        self, batch: list[tuple[str, int, Future[_Entry]]], hashed: bool = True
+    ) -> None:
         for name, level, future in batch:
             if future.set_running_or_notify_cancel():  # not cancelled by close()
                 try:
-                    future.set_result(self._deflate(name, level, True))
+                    future.set_result(self._deflate(name, level, hashed))
                 except BaseException as error:
                     future.set_exception(error)
 
@@ -268,6 +270,25 @@ class _Deflater:
                 del self._early[name]
             return begun[1]
         return self.submit(self._deflate, name, level, hashed)
+
+    def start_all(self, names: list[str], levels: list[int]) -> list[Future[_Entry]]:
+        """:meth:`start` each of ``names`` at its level of ``levels``, not hashed: those not
+        begun early in one task (a task apiece woke a thread, which then waited for the GIL,
+        once per file)."""
+        self._send_batch()
+        futures: list[Future[_Entry]] = []
+        batch: list[tuple[str, int, Future[_Entry]]] = []
+        for name, level in zip(names, levels, strict=True):
+            begun = self._early.pop(name, None)
+            if begun is not None and begun[0] == level:
+                futures.append(begun[1])
+                continue
+            future: Future[_Entry] = Future()
+            batch.append((name, level, future))
+            futures.append(future)
+        if batch:
+            self._pool.submit(self._deflate_batch, batch, False)
+        return futures
 
     def stale(self, name: str, entry: _Entry) -> bool:
         """Whether ``entry`` was begun early and the file has changed since (it was handed
@@ -391,14 +412,20 @@ def input_copy_kind(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def compressed_estimate(site: Path, names: Sequence[str], level: int) -> int:
+def compressed_estimate(
+    site: Path, names: Sequence[str], level: int, sizes: Mapping[str, int] | None = None
+) -> int:
     """About how many bytes the site files ``names`` take in its zip deflated at ``level``: a
     deflated sample (up to a few MB: the first bytes of a big file, every so many of many
     small ones, each deflated on its own as a zip entry is), scaled up to their size, plus each
-    entry's headers (which hold its name in the zip, so where the site is does not count)."""
+    entry's headers (which hold its name in the zip, so where the site is does not count).
+    ``sizes``: the files' sizes, when known (else each file's is looked up)."""
     folder = str(site)
     paths = [os.path.join(folder, name) for name in names]  # text: see _relative_files
-    size = sum(os.stat(path).st_size for path in paths)
+    if sizes is None:
+        size = sum(os.stat(path).st_size for path in paths)
+    else:
+        size = sum(sizes[name] for name in names)
     sampled = deflated = 0
     for path in paths[:: max(1, size // _SAMPLE_BYTES)]:
         with open(path, "rb") as source:
@@ -484,10 +511,10 @@ def _manifest_chunks(
     last = len(listing) - 1
     for number, (name, found) in enumerate(_with_digests(listing, digests)):
         digest = found if found is not None else digests[name]
-        fields: dict[str, Any] = {"path": name, "size": digest.size}
-        if name not in left_out:
-            fields["sha256"] = digest.sha256
-        yield f"  {json.dumps(fields, ensure_ascii=False)}{',' if number < last else ''}\n"
+        # json.dumps of {"path", "size", "sha256"} (a dict apiece went through its encoder)
+        sha256 = "" if name in left_out else f', "sha256": "{digest.sha256}"'
+        path = json.dumps(name, ensure_ascii=False)
+        yield f'  {{"path": {path}, "size": {digest.size}{sha256}}}{"," if number < last else ""}\n'
     yield " ]\n}\n"
 
 
@@ -810,7 +837,6 @@ def _complete_zip(
             groups[kind].append(name)
         elif name in shown and _deferred(name):
             groups[ARTIFACT_COPIES].append(name)
-    copies = groups[ARTIFACT_COPIES]
     optional = {name for names in groups.values() for name in names}
     with _Zip(tmp, mode, catalog, level) as archive:
         _put_files(archive, deflater, catalog.undigested(), digests)  # in listing order
@@ -822,38 +848,7 @@ def _complete_zip(
     # the manifest goes in too: a line per file, shorter for each file left out
     size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE
     size -= len(everything) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
-    kept: list[str] = []
-    smaller: set[str] = set()  # kept copies deflated at SMALL_LEVEL, not the archive's level
-    left_out: dict[str, list[str]] = {}
-    # none fits when the rest is over the limit already; else whether they all fit whatever
-    # deflate makes of them, or else each group by its size deflated ahead, or an estimate
-    if size > GITHUB_ATTACHMENT_LIMIT:
-        left_out = {kind: names for kind, names in groups.items() if names}
-    elif size + sum(
-        _hashed(name, digest).size + _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
-        for name, digest in _with_digests(listing, digests)
-        if name in optional
-    ) <= (GITHUB_ATTACHMENT_LIMIT):
-        kept = everything
-    else:
-        for kind, names in groups.items():
-            if not names:
-                continue
-            # the input's copies go before the pages' copies: none stays once those are left out
-            if copies and ARTIFACT_COPIES in left_out:
-                left_out[kind] = names
-                continue
-            estimate = _group_estimate(site, names, level, ahead)
-            if size + estimate > GITHUB_ATTACHMENT_LIMIT and level != SMALL_LEVEL:
-                # a zip expected to fit fast came out bigger: these may fit deflated smaller
-                estimate = _group_estimate(site, names, SMALL_LEVEL, None)
-                if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
-                    smaller.update(names)
-            if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
-                kept += names
-                size += estimate
-            else:
-                left_out[kind] = names
+    kept, smaller, left_out = _what_fits(site, listing, digests, groups, size, level, ahead)
     if left_out:
         extra["left_out_of_zip"] = {
             kind: {"why": _LEFT_OUT_WHY[kind], "files": names} for kind, names in left_out.items()
@@ -865,6 +860,56 @@ def _complete_zip(
     with _Zip(tmp, "a", catalog, level) as archive:
         _add_to_zip(archive, site / MANIFEST_NAME, f"{site.name}/{MANIFEST_NAME}")
         _put_deferred(archive, deflater, kept, ahead, smaller)
+
+
+def _what_fits(
+    site: Path,
+    listing: _Listing,
+    digests: MutableMapping[str, Digest],
+    groups: dict[str, list[str]],
+    size: int,
+    level: int,
+    ahead: _Ahead | None,
+) -> tuple[list[str], set[str], dict[str, list[str]]]:
+    """Which ``groups`` of files that go in only if they fit do, in an archive of ``size``
+    bytes without them: the files kept, those of them to deflate at :data:`SMALL_LEVEL`
+    (not ``level``), and the groups left out. None fits when the rest is over the limit
+    already; else they all fit whatever deflate makes of them, or else each group by its
+    size deflated ``ahead``, or an estimate."""
+    everything = [name for names in groups.values() for name in names]
+    if size > GITHUB_ATTACHMENT_LIMIT:
+        return [], set(), {kind: names for kind, names in groups.items() if names}
+    optional = set(everything)
+    sizes = {  # from the catalog, in one query
+        name: _hashed(name, digest).size
+        for name, digest in _with_digests(listing, digests)
+        if name in optional
+    }
+    each = _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
+    if size + sum(sizes.values()) + len(sizes) * each <= GITHUB_ATTACHMENT_LIMIT:
+        return everything, set(), {}
+    kept: list[str] = []
+    smaller: set[str] = set()
+    left_out: dict[str, list[str]] = {}
+    for kind, names in groups.items():
+        if not names:
+            continue
+        # the input's copies go before the pages' copies: none stays once those are left out
+        if groups[ARTIFACT_COPIES] and ARTIFACT_COPIES in left_out:
+            left_out[kind] = names
+            continue
+        estimate = _group_estimate(site, names, level, ahead, sizes)
+        if size + estimate > GITHUB_ATTACHMENT_LIMIT and level != SMALL_LEVEL:
+            # a zip expected to fit fast came out bigger: these may fit deflated smaller
+            estimate = _group_estimate(site, names, SMALL_LEVEL, None, sizes)
+            if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
+                smaller.update(names)
+        if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
+            kept += names
+            size += estimate
+        else:
+            left_out[kind] = names
+    return kept, smaller, left_out
 
 
 def _put_files(
@@ -900,25 +945,59 @@ def _put_deferred(
     others at the archive's level; not hashed again: its digest was taken when it was
     listed, and only that one goes in the manifest)."""
 
-    def begin(name: str) -> Future[_Entry]:
-        if name in smaller:
-            return deflater.start(name, SMALL_LEVEL, hashed=False)
-        if ahead is not None and name in ahead:
-            return deflater.submit(ahead.entry, name)
-        return deflater.start(name, archive.compresslevel, hashed=False)
+    def begin(names: list[str]) -> list[Future[_Entry] | None]:
+        """Each file deflated now, on the threads; None for one deflated ahead."""
+        deflated = [n for n in names if ahead is None or n not in ahead]
+        levels = [SMALL_LEVEL if n in smaller else archive.compresslevel for n in deflated]
+        futures = iter(deflater.start_all(deflated, levels))
+        return [None if ahead is not None and n in ahead else next(futures) for n in names]
 
-    for _, entry in deflater.in_order(names, begin):
-        _put(archive, entry)
+    begun: deque[tuple[list[str], list[Future[_Entry] | None]]] = deque()
+    chunks = _chunks(deflater.site, names)
+    while True:
+        while len(begun) < ZIP_THREADS and (chunk := next(chunks, None)) is not None:
+            begun.append((chunk, begin(chunk)))
+        if not begun:
+            return
+        chunk, futures = begun.popleft()
+        for name, future in zip(chunk, futures, strict=True):
+            if future is None:  # read here: a thread apiece only waited for the side file
+                assert ahead is not None
+                _put(archive, ahead.entry(name))
+            else:
+                _put(archive, future.result())
 
 
-def _group_estimate(site: Path, names: list[str], level: int, ahead: _Ahead | None) -> int:
+def _chunks(site: Path, names: Iterable[str]) -> Iterator[list[str]]:
+    """The site files ``names`` in lists of at most :data:`ZIP_BATCH` files and
+    :data:`_CHUNK` bytes (a bigger file alone): what one task deflates, and the archive
+    holds in memory until it has them."""
+    chunk: list[str] = []
+    size = 0
+    for name in names:
+        grown = size + os.stat(os.path.join(site, name)).st_size
+        if chunk and grown > _CHUNK:
+            yield chunk
+            chunk, grown = [], grown - size
+        chunk.append(name)
+        size = grown
+        if len(chunk) == ZIP_BATCH:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _group_estimate(
+    site: Path, names: list[str], level: int, ahead: _Ahead | None, sizes: Mapping[str, int]
+) -> int:
     """About what a group of copies adds to the zip at ``level`` with its manifest lines (those
-    deflated ahead by their size as they are)."""
+    deflated ahead by their size as they are; ``sizes``: the files')."""
     later = [name for name in names if ahead is None or name not in ahead]
     estimate = ahead.size(names) if ahead is not None else 0
     estimate += len(names) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
     if later:
-        estimate += compressed_estimate(site, later, level)
+        estimate += compressed_estimate(site, later, level, sizes)
     return estimate
 
 
@@ -946,7 +1025,6 @@ class _Ahead:
         #: each file deflated ahead: its entry's record, where its bytes are in the side file
         #: and how many
         self._entries: dict[str, tuple[zipfile.ZipInfo, int, int]] = {}
-        self._reading = threading.Lock()  # the side file is read by the deflater's threads
         #: the input's copies handed over so far, deflated (or as estimated, when not deflated)
         self._deflated = 0
         #: the compile's files deflated so far
@@ -1004,11 +1082,10 @@ class _Ahead:
         return total
 
     def entry(self, name: str) -> _Entry:
-        """The entry of ``name`` as it was deflated ahead (read on any thread)."""
+        """The entry of ``name`` as it was deflated ahead (read in the thread that deflated it)."""
         info, offset, length = self._entries[name]
-        with self._reading:
-            self._file.seek(offset)
-            return _Entry(info, self._file.read(length), None)
+        self._file.seek(offset)
+        return _Entry(info, self._file.read(length), None)
 
     def close(self) -> None:
         self._file.close()
@@ -1075,9 +1152,8 @@ class _Catalog:
 
     def clear(self) -> None:
         """Forget the archive's entries and digests (it is started again)."""
-        self._db.execute("DELETE FROM entry")
+        self.entries.clear()
         self._db.execute("DELETE FROM digest")
-        self.entries.count = 0
         self.start_dir = 0
 
     def close(self) -> None:
@@ -1158,6 +1234,8 @@ class _Digests(MutableMapping[str, Digest]):
 
 #: The attributes of a zip entry, kept as a tuple of their values.
 _ENTRY_FIELDS = zipfile.ZipInfo.__slots__
+#: Entries inserted into the catalog together.
+_ENTRIES_AT_ONCE = 256
 
 
 class _Entries:
@@ -1168,16 +1246,32 @@ class _Entries:
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
         self.count = 0
+        self._waiting: list[tuple[bytes]] = []  # appended, not in the database yet
 
     def append(self, info: zipfile.ZipInfo) -> None:
         values = tuple(getattr(info, field, None) for field in _ENTRY_FIELDS)
-        self._db.execute("INSERT INTO entry VALUES (?)", (marshal.dumps(values),))
+        self._waiting.append((marshal.dumps(values),))
         self.count += 1
+        if len(self._waiting) >= _ENTRIES_AT_ONCE:
+            self.flush()
+
+    def flush(self) -> None:
+        """Insert the entries appended since the last flush (one statement for many: an
+        insert apiece was most of what adding a small file took)."""
+        if self._waiting:
+            self._db.executemany("INSERT INTO entry VALUES (?)", self._waiting)
+            self._waiting = []
+
+    def clear(self) -> None:
+        self._waiting = []
+        self._db.execute("DELETE FROM entry")
+        self.count = 0
 
     def __len__(self) -> int:
         return self.count
 
     def __iter__(self) -> Iterator[zipfile.ZipInfo]:
+        self.flush()
         for (blob,) in self._db.execute("SELECT info FROM entry ORDER BY rowid"):
             info = zipfile.ZipInfo.__new__(zipfile.ZipInfo)
             for field, value in zip(_ENTRY_FIELDS, marshal.loads(blob), strict=True):
