@@ -1376,10 +1376,11 @@ def _zip_service(
     ahead depends on what the archive holds by then).
     """
     failure = None
+    folder = Path(site)  # one Path, not two a file
     level = _WorkerLevel(int(input_size) if input_size else None)
     catalog = _Catalog(_catalog_path(Path(tmp)))
     ahead = _Ahead(_ahead_path(Path(tmp)), level.level)
-    deflater = _Deflater(Path(site))
+    deflater = _Deflater(folder)
     pending: deque[tuple[str, Future[_Entry]]] = deque()  # begun, in the order they came
 
     def put_pending(keep: int) -> None:
@@ -1404,11 +1405,11 @@ def _zip_service(
                 for name in message:
                     if failure is None:
                         try:
-                            now = level.see(Path(site), name)
+                            now = level.see(folder, name)
                             archive.compresslevel = ahead.level = catalog.level = now
                             if _deferred(name) or name == MANIFEST_NAME:
                                 put_pending(0)
-                                _add_site_file(archive, Path(site), name, catalog.digests, ahead)
+                                _add_site_file(archive, folder, name, catalog.digests, ahead)
                             else:
                                 pending.append((name, deflater.start(name, now)))
                                 put_pending(_WINDOW)
@@ -1418,7 +1419,7 @@ def _zip_service(
         if failure is None:
             try:
                 _complete_zip(
-                    Path(site), Path(tmp), catalog, "a", **message, ahead=ahead, deflater=deflater
+                    folder, Path(tmp), catalog, "a", **message, ahead=ahead, deflater=deflater
                 )
             except Exception as error:
                 failure = f"completing the archive: {error}"
