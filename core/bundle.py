@@ -58,12 +58,14 @@ SMALL_LEVEL = 7
 #: many-rank jobs, big traces): what a zip written while its site is built expects. An input
 #: this expects under the limit has pages that fit at either level; only copies can be at stake.
 FAST_ZIP_PER_INPUT_BYTE = 0.8
-_CHUNK = 1 << 20  # what a file is read in, to hash and deflate it
+#: What a file is read in, to hash and deflate it; and the most bytes of files one task
+#: deflates at the zip's end (see :func:`_chunks`).
+_CHUNK = 1 << 20
 #: The threads that deflate a zip's entries: zlib-ng's deflate, SHA-256 and reading a file
 #: release the GIL, so that two files are deflated at once on two cores.
 ZIP_THREADS = 2
-#: The most entries begun ahead of the one the archive takes next (each waits in memory,
-#: deflated, until its turn).
+#: The most entries :meth:`_Deflater.in_order` begins ahead of the one the archive takes
+#: next (each waits in memory, deflated, until its turn).
 _WINDOW = 2 * ZIP_THREADS
 #: The most bytes of site files a build without a zip helper hands to the threads while it
 #: runs: their entries wait in memory until the site is complete. A small trace's site is a
@@ -274,7 +276,8 @@ class _Deflater:
     def start_all(self, names: list[str], levels: list[int]) -> list[Future[_Entry]]:
         """:meth:`start` each of ``names`` at its level of ``levels``, not hashed: those not
         begun early in one task (a task apiece woke a thread, which then waited for the GIL,
-        once per file)."""
+        once per file). An entry begun early at another level is dropped: each name is
+        asked for once."""
         self._send_batch()
         futures: list[Future[_Entry]] = []
         batch: list[tuple[str, int, Future[_Entry]]] = []
@@ -327,7 +330,8 @@ class _Deflater:
             yield name, future.result()
 
     def close(self) -> None:
-        """Stop the threads (a file being deflated is finished first, in the background)."""
+        """Stop the threads (a file or batch being deflated is finished first, in the
+        background)."""
         for _, future in self._early.values():
             future.cancel()
         self._early.clear()
@@ -412,20 +416,14 @@ def input_copy_kind(name: str) -> str | None:
     return match.group(1) if match else None
 
 
-def compressed_estimate(
-    site: Path, names: Sequence[str], level: int, sizes: Mapping[str, int] | None = None
-) -> int:
+def compressed_estimate(site: Path, names: Sequence[str], level: int) -> int:
     """About how many bytes the site files ``names`` take in its zip deflated at ``level``: a
     deflated sample (up to a few MB: the first bytes of a big file, every so many of many
     small ones, each deflated on its own as a zip entry is), scaled up to their size, plus each
-    entry's headers (which hold its name in the zip, so where the site is does not count).
-    ``sizes``: the files' sizes, when known (else each file's is looked up)."""
+    entry's headers (which hold its name in the zip, so where the site is does not count)."""
     folder = str(site)
     paths = [os.path.join(folder, name) for name in names]  # text: see _relative_files
-    if sizes is None:
-        size = sum(os.stat(path).st_size for path in paths)
-    else:
-        size = sum(sizes[name] for name in names)
+    size = sum(os.stat(path).st_size for path in paths)
     sampled = deflated = 0
     for path in paths[:: max(1, size // _SAMPLE_BYTES)]:
         with open(path, "rb") as source:
@@ -880,13 +878,11 @@ def _what_fits(
     if size > GITHUB_ATTACHMENT_LIMIT:
         return [], set(), {kind: names for kind, names in groups.items() if names}
     optional = set(everything)
-    sizes = {  # from the catalog, in one query
-        name: _hashed(name, digest).size
+    if size + sum(  # the digests from the catalog, in one query
+        _hashed(name, digest).size + _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
         for name, digest in _with_digests(listing, digests)
         if name in optional
-    }
-    each = _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
-    if size + sum(sizes.values()) + len(sizes) * each <= GITHUB_ATTACHMENT_LIMIT:
+    ) <= (GITHUB_ATTACHMENT_LIMIT):
         return everything, set(), {}
     kept: list[str] = []
     smaller: set[str] = set()
@@ -898,10 +894,10 @@ def _what_fits(
         if groups[ARTIFACT_COPIES] and ARTIFACT_COPIES in left_out:
             left_out[kind] = names
             continue
-        estimate = _group_estimate(site, names, level, ahead, sizes)
+        estimate = _group_estimate(site, names, level, ahead)
         if size + estimate > GITHUB_ATTACHMENT_LIMIT and level != SMALL_LEVEL:
             # a zip expected to fit fast came out bigger: these may fit deflated smaller
-            estimate = _group_estimate(site, names, SMALL_LEVEL, None, sizes)
+            estimate = _group_estimate(site, names, SMALL_LEVEL, None)
             if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
                 smaller.update(names)
         if size + estimate <= GITHUB_ATTACHMENT_LIMIT:
@@ -940,47 +936,63 @@ def _put_deferred(
     ahead: _Ahead | None,
     smaller: Collection[str] = (),
 ) -> None:
-    """Add the deferred files ``names`` at the end, in that order: each as it was deflated
-    ``ahead``, if it was, else deflated now (those ``smaller`` at :data:`SMALL_LEVEL`, the
-    others at the archive's level; not hashed again: its digest was taken when it was
-    listed, and only that one goes in the manifest)."""
+    """Add the deferred files ``names`` at the end, in that order: those ``smaller`` deflated
+    now at :data:`SMALL_LEVEL`; the others as they were deflated ``ahead``, if they were,
+    else deflated now at the archive's level (not hashed again: a file's digest was taken
+    when it was listed, and only that one goes in the manifest). Files deflated now go a
+    batch per task (see :func:`_chunks`), two batches ahead of the one put in."""
 
-    def begin(names: list[str]) -> list[Future[_Entry] | None]:
-        """Each file deflated now, on the threads; None for one deflated ahead."""
-        deflated = [n for n in names if ahead is None or n not in ahead]
-        levels = [SMALL_LEVEL if n in smaller else archive.compresslevel for n in deflated]
-        futures = iter(deflater.start_all(deflated, levels))
-        return [None if ahead is not None and n in ahead else next(futures) for n in names]
+    def from_ahead(name: str) -> bool:
+        return ahead is not None and name not in smaller and name in ahead
 
-    begun: deque[tuple[list[str], list[Future[_Entry] | None]]] = deque()
-    chunks = _chunks(deflater.site, names)
-    while True:
-        while len(begun) < ZIP_THREADS and (chunk := next(chunks, None)) is not None:
-            begun.append((chunk, begin(chunk)))
-        if not begun:
-            return
-        chunk, futures = begun.popleft()
-        for name, future in zip(chunk, futures, strict=True):
-            if future is None:  # read here: a thread apiece only waited for the side file
-                assert ahead is not None
-                _put(archive, ahead.entry(name))
-            else:
-                _put(archive, future.result())
+    def begin(chunk: list[str]) -> list[Future[_Entry] | None]:
+        """Each file of ``chunk`` begun on the threads; None for one deflated ahead."""
+        now = [name for name in chunk if not from_ahead(name)]
+        levels = [SMALL_LEVEL if name in smaller else archive.compresslevel for name in now]
+        begun = iter(deflater.start_all(now, levels))
+        return [None if from_ahead(name) else next(begun) for name in chunk]
+
+    folder = str(deflater.site)
+    chunks = _chunks((n, _size_now(folder, n, from_ahead(n))) for n in names)
+    in_flight: deque[tuple[list[str], list[Future[_Entry] | None]]] = deque()
+    try:
+        while True:
+            while len(in_flight) < ZIP_THREADS and (chunk := next(chunks, None)) is not None:
+                in_flight.append((chunk, begin(chunk)))
+            if not in_flight:
+                return
+            chunk, futures = in_flight.popleft()
+            for name, future in zip(chunk, futures, strict=True):
+                if future is None:  # read here: a task apiece only waited for the side file
+                    assert ahead is not None
+                    _put(archive, ahead.entry(name))
+                else:
+                    _put(archive, future.result())
+    finally:  # after a failure, the batches begun are not deflated for nothing
+        for _, futures in in_flight:
+            for future in futures:
+                if future is not None:
+                    future.cancel()
 
 
-def _chunks(site: Path, names: Iterable[str]) -> Iterator[list[str]]:
-    """The site files ``names`` in lists of at most :data:`ZIP_BATCH` files and
+def _size_now(folder: str, name: str, ahead: bool) -> int:
+    """What deflating the site file ``name`` now holds in memory: its size, or nothing for
+    one deflated ``ahead`` (read when it goes in, one at a time)."""
+    return 0 if ahead else os.stat(os.path.join(folder, name)).st_size
+
+
+def _chunks(sized: Iterable[tuple[str, int]]) -> Iterator[list[str]]:
+    """The names of ``(name, size)`` in lists of at most :data:`ZIP_BATCH` files and
     :data:`_CHUNK` bytes (a bigger file alone): what one task deflates, and the archive
-    holds in memory until it has them."""
+    holds in memory until it has them all."""
     chunk: list[str] = []
     size = 0
-    for name in names:
-        grown = size + os.stat(os.path.join(site, name)).st_size
-        if chunk and grown > _CHUNK:
+    for name, bytes_ in sized:
+        if chunk and size + bytes_ > _CHUNK:
             yield chunk
-            chunk, grown = [], grown - size
+            chunk, size = [], 0
         chunk.append(name)
-        size = grown
+        size += bytes_
         if len(chunk) == ZIP_BATCH:
             yield chunk
             chunk, size = [], 0
@@ -988,16 +1000,14 @@ def _chunks(site: Path, names: Iterable[str]) -> Iterator[list[str]]:
         yield chunk
 
 
-def _group_estimate(
-    site: Path, names: list[str], level: int, ahead: _Ahead | None, sizes: Mapping[str, int]
-) -> int:
+def _group_estimate(site: Path, names: list[str], level: int, ahead: _Ahead | None) -> int:
     """About what a group of copies adds to the zip at ``level`` with its manifest lines (those
-    deflated ahead by their size as they are; ``sizes``: the files')."""
+    deflated ahead by their size as they are)."""
     later = [name for name in names if ahead is None or name not in ahead]
     estimate = ahead.size(names) if ahead is not None else 0
     estimate += len(names) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
     if later:
-        estimate += compressed_estimate(site, later, level, sizes)
+        estimate += compressed_estimate(site, later, level)
     return estimate
 
 
@@ -1082,7 +1092,8 @@ class _Ahead:
         return total
 
     def entry(self, name: str) -> _Entry:
-        """The entry of ``name`` as it was deflated ahead (read in the thread that deflated it)."""
+        """The entry of ``name`` as it was deflated ahead. Not thread-safe: the side file is
+        written (:meth:`take`) and read here on the zip worker's own thread only."""
         info, offset, length = self._entries[name]
         self._file.seek(offset)
         return _Entry(info, self._file.read(length), None)

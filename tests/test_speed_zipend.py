@@ -4,12 +4,11 @@ On a real torch 2.15 storm the zip was the last thing running for 0.8 to 1.4 s o
 build: after the last page it deflated the copies that fit with a task apiece on its
 threads, read each copy deflated ahead on a thread too (where it only waited for the side
 file), moved the archive's file position before each entry (a seek writes out what the file
-buffers), inserted each entry into its catalog with a statement apiece, looked up every
-copy's size again on disk and encoded every line of the manifest through ``json.dumps``.
-Now the copies go a batch per task (at most :data:`~tlsite.core.bundle.ZIP_BATCH` files and
-1 MiB), the side file is read where the entries go in, the catalog takes a batch of entries
-at once, and the sizes come from the catalog. The archive is the same, byte for byte: the
-tests of the zip against a base revision compare it.
+buffers), inserted each entry into its catalog with a statement apiece and encoded every
+line of the manifest through ``json.dumps``. Now the copies go a batch per task (at most
+:data:`~tlsite.core.bundle.ZIP_BATCH` files and 1 MiB), the side file is read where the
+entries go in and the catalog takes a batch of entries at once. The archive is the same,
+byte for byte: the tests of the zip against a base revision compare it.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from site_copies import zip_as_the_worker
+from site_copies import zip_as_the_worker, zip_as_the_worker_late
 
 import tlsite.core.bundle as bundle
 
@@ -39,9 +38,9 @@ def storm_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_zips_end_deflates_the_copies_that_fit_a_batch_per_task(
     storm_site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Small copies (not deflated ahead at the archive's level) are deflated at the zip's end
-    in tasks of many files, not a task apiece; the zip holds them as they are."""
-    monkeypatch.setattr(bundle, "FAST_LEVEL", bundle.SMALL_LEVEL)  # small copies not ahead
+    """Small copies (not deflated ahead in a zip expected over the limit, at the small level)
+    are deflated at the zip's end in tasks of many files, not a task apiece; the zip holds
+    them as they are."""
     monkeypatch.setattr(bundle, "ZIP_BATCH", 8)  # the fixture's few dozen copies: batches
     tasks: list[str] = []
     ending = threading.Event()
@@ -63,20 +62,56 @@ def test_the_zips_end_deflates_the_copies_that_fit_a_batch_per_task(
     monkeypatch.setattr(bundle.ThreadPoolExecutor, "submit", counted)
     monkeypatch.setattr(bundle, "_complete_zip", watched)
     dest = tmp_path / "storm.zip"
-    zip_as_the_worker(storm_site, dest, (storm_site / bundle.RAW_LOG).stat().st_size)
+    late = zip_as_the_worker_late(storm_site, dest, 10**9)  # a big input: the small level
+    small = [
+        name
+        for name in late
+        if bundle._deferred(name)
+        and bundle.input_copy_kind(name) is None
+        and (storm_site / name).stat().st_size < bundle._AHEAD_MIN_BYTES
+    ]
+    assert len(small) > 3 * bundle.ZIP_BATCH, "too few small copies deflated at the end"
     with zipfile.ZipFile(dest) as archive:
-        names = {name.split("/", 1)[1]: name for name in archive.namelist()}
-        small = [
-            name
-            for name in names
-            if bundle._deferred(name)
-            and bundle.input_copy_kind(name) is None
-            and (storm_site / name).stat().st_size < bundle._AHEAD_MIN_BYTES
-        ]
-        assert len(small) > 3 * bundle.ZIP_BATCH
         for name in small:
-            assert archive.read(names[name]) == (storm_site / name).read_bytes()
+            assert archive.read(f"{storm_site.name}/{name}") == (storm_site / name).read_bytes()
     assert len(tasks) <= len(small) // bundle.ZIP_BATCH + 4
+
+
+def test_a_copy_to_deflate_smaller_is_not_taken_as_it_was_deflated_ahead(
+    tmp_path: Path,
+) -> None:
+    """Copies deflated ahead at the fast level that only fit deflated at the small level go in
+    deflated at the small level: the same archive as when none was deflated ahead."""
+    site = tmp_path / "site"
+    (site / "-_0_0_0").mkdir(parents=True)
+    rng = random.Random(14)
+    names = []
+    for number in range(5):
+        name = f"-_0_0_0/copy_{number}.txt"
+        (site / name).write_text("".join(rng.choice("abcdefgh \n") for _ in range(50_000)))
+        names.append(name)
+
+    def archive(with_ahead: bool) -> bytes:
+        work = tmp_path / ("ahead" if with_ahead else "now")
+        work.mkdir()
+        ahead = bundle._Ahead(work / "side", bundle.FAST_LEVEL) if with_ahead else None
+        if ahead is not None:
+            for name in names:
+                ahead.take(site, name, 0)
+            assert all(name in ahead for name in names)
+        catalog = bundle._Catalog(work / "catalog")
+        deflater = bundle._Deflater(site)
+        try:
+            with bundle._Zip(work / "out.zip", "w", catalog, bundle.FAST_LEVEL) as out:
+                bundle._put_deferred(out, deflater, names, ahead, set(names))
+        finally:
+            deflater.close()
+            catalog.close()
+            if ahead is not None:
+                ahead.close()
+        return (work / "out.zip").read_bytes()
+
+    assert archive(with_ahead=True) == archive(with_ahead=False)
 
 
 def test_entries_deflated_ahead_go_in_from_the_zips_own_thread(
