@@ -35,7 +35,7 @@ from tlsite import cli
 from tlsite.core import load, load_source, resolve_input, select_log
 from tlsite.core.builder import TraceBuilder
 from tlsite.core.records import RecordReader
-from tlsite.core.render import fastlex, templating
+from tlsite.core.render import fastlex, pages, templating
 from tlsite.core.render.highlight import CodeBlock, _token_lines
 from tlsite.core.render.pages import highlight_ahead, render_tree
 from tlsite.core.stats import ParseStats
@@ -89,9 +89,13 @@ class _RecordingHighlighter:
 
 
 @pytest.mark.parametrize("log", all_corpus_traces(), ids=trace_id)
-def test_blocks_highlighted_ahead_are_the_blocks_the_pages_show(log: Path) -> None:
+def test_blocks_highlighted_ahead_are_the_blocks_the_pages_show(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A wrong guess would not change a page (blocks are looked up by content) but would
-    throw the head start away: every block must be guessed, and none in vain."""
+    throw the head start away: every block must be guessed (small ones too, here), and none
+    in vain."""
+    monkeypatch.setattr(pages, "AHEAD_MIN_BLOCK_BYTES", 0)
     ahead = _RecordingHighlighter()
     with resolve_input(log) as resolved:
         trace = load_source(
@@ -386,3 +390,31 @@ def test_plugin_fast_path_gives_the_same_site(
     assert [name for name in sites[0] if sites[0][name] != sites[1][name]] == []
     index = json.loads(sites[0]["search/search_index.json"])
     assert len(index["docs"]) > 40  # artifact headings are in the code index
+
+
+def test_only_artifacts_of_some_size_are_highlighted_while_the_trace_is_read() -> None:
+    """While a trace is read, the code of its artifacts of
+    :data:`~tlsite.core.render.pages.AHEAD_MIN_BLOCK_BYTES` or more goes to the highlighter,
+    and no smaller one: a recompile storm's thousands of small blocks cost the reader more
+    to hand over than highlighting them early saves (the pages ask for them later)."""
+    ahead = _RecordingHighlighter()
+    with resolve_input(TRAINING) as resolved:
+        trace = load_source(
+            select_log(resolved, None, TRAINING),
+            on_artifact=highlight_ahead(ahead),  # type: ignore[arg-type]
+        )
+    try:
+        big, small = set(), set()
+        for unit in trace.units.values():
+            for artifact in unit.artifacts:
+                shown = pages.artifact_code(trace, artifact)
+                if shown is None or artifact.payload is None:
+                    continue
+                if artifact.payload.size >= pages.AHEAD_MIN_BLOCK_BYTES:
+                    big.add(shown[0].key)
+                else:
+                    small.add(shown[0].key)
+    finally:
+        trace.close()
+    assert big and small - big, "the trace should have code blocks of both sizes"
+    assert set(ahead.keys) == big

@@ -191,10 +191,12 @@ def test_highlighting_ahead_measures_small_artifacts_without_reading_them_back(
     will show it (the same block ``artifact_code`` gives), and no artifact smaller than the
     cut is read back from the store to be measured."""
     from tlsite.core import LogSource, load_source
+    from tlsite.core.render import pages
     from tlsite.core.render.page import INLINE_LIMIT
     from tlsite.core.render.pages import artifact_code, highlight_ahead
     from tlsite.core.store import PayloadStore
 
+    monkeypatch.setattr(pages, "AHEAD_MIN_BLOCK_BYTES", 0)  # a storm's small ones too
     trace_path = _storm(tmp_path, 12)
     submitted: list[object] = []
 

@@ -966,10 +966,18 @@ def _code_block(trace: Trace, source: PayloadRef, lexer: str, chars: int) -> Cod
     return CodeBlock(trace.store.pack_file, source.offset, source.size, source.md5, lexer, head)
 
 
+#: Artifacts of fewer bytes than this are not handed to the highlighter while the trace is
+#: read (the pages ask for their code later): a storm's thousands of small ones cost the
+#: reading process more to hand over than highlighting them early saves, while a big
+#: trace's code is mostly in artifacts above it.
+AHEAD_MIN_BLOCK_BYTES = 16 << 10
+
+
 def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], None]:
     """A reader callback (``load_source(on_artifact=...)``) that hands each artifact's code
-    block to ``highlighter`` as soon as the artifact is read, so that its workers highlight
-    while the rest of the trace is read. The pages later ask for the same blocks."""
+    block to ``highlighter`` as soon as the artifact is read (an artifact of
+    :data:`AHEAD_MIN_BLOCK_BYTES` or more), so that its workers highlight while the rest of
+    the trace is read. The pages later ask for the same blocks."""
 
     counts: Counter[object] = Counter()
 
@@ -978,6 +986,8 @@ def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], Non
         counts[unit] += 1
         if counts[unit] > MAX_ARTIFACT_SECTIONS:
             return  # listed without its code (see unit_page)
+        if artifact.payload is None or artifact.payload.size < AHEAD_MIN_BLOCK_BYTES:
+            return
         block = artifact_block(trace, artifact)
         if block is not None:
             # the workers read the code from the pack file: flushed before blocks go to them
