@@ -88,6 +88,18 @@ class _RecordingHighlighter:
         return block.key
 
 
+def _read_highlighting_ahead(log: Path) -> tuple[Any, _RecordingHighlighter]:
+    """The trace of ``log``, read as a big trace is (see :func:`highlight_ahead`), and the
+    highlighter that recorded the blocks handed to it meanwhile."""
+    ahead = _RecordingHighlighter()
+    with resolve_input(log) as resolved:
+        trace = load_source(
+            select_log(resolved, None, log),
+            on_artifact=highlight_ahead(ahead),  # type: ignore[arg-type]
+        )
+    return trace, ahead
+
+
 @pytest.mark.parametrize("log", all_corpus_traces(), ids=trace_id)
 def test_blocks_highlighted_ahead_are_the_blocks_the_pages_show(
     log: Path, monkeypatch: pytest.MonkeyPatch
@@ -96,12 +108,7 @@ def test_blocks_highlighted_ahead_are_the_blocks_the_pages_show(
     throw the head start away: every block must be guessed (small ones too, here), and none
     in vain."""
     monkeypatch.setattr(pages, "AHEAD_MIN_BLOCK_BYTES", 0)
-    ahead = _RecordingHighlighter()
-    with resolve_input(log) as resolved:
-        trace = load_source(
-            select_log(resolved, None, log),
-            on_artifact=highlight_ahead(ahead),  # type: ignore[arg-type]
-        )
+    trace, ahead = _read_highlighting_ahead(log)
     try:
         shown = {
             block.key
@@ -397,12 +404,7 @@ def test_only_artifacts_of_some_size_are_highlighted_while_the_trace_is_read() -
     :data:`~tlsite.core.render.pages.AHEAD_MIN_BLOCK_BYTES` or more goes to the highlighter,
     and no smaller one: a recompile storm's thousands of small blocks cost the reader more
     to hand over than highlighting them early saves (the pages ask for them later)."""
-    ahead = _RecordingHighlighter()
-    with resolve_input(TRAINING) as resolved:
-        trace = load_source(
-            select_log(resolved, None, TRAINING),
-            on_artifact=highlight_ahead(ahead),  # type: ignore[arg-type]
-        )
+    trace, ahead = _read_highlighting_ahead(TRAINING)
     try:
         big, small = set(), set()
         for unit in trace.units.values():
