@@ -842,11 +842,12 @@ def _complete_zip(
         rest = (name for name in listing if _deferred(name) and name not in optional)
         _put_deferred(archive, deflater, rest, ahead)
     del archive  # before the archive is opened again, below
-    everything = [name for names in groups.values() for name in names]
     # the manifest goes in too: a line per file, shorter for each file left out
     size = tmp.stat().st_size + len(listing) * _MANIFEST_LINE
-    size -= len(everything) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
-    kept, smaller, left_out = _what_fits(site, listing, digests, groups, size, level, ahead)
+    size -= len(optional) * (_MANIFEST_LINE - _LEFT_OUT_LINE)
+    kept, smaller, left_out = _what_fits(
+        site, listing, digests, groups, optional, size=size, level=level, ahead=ahead
+    )
     if left_out:
         extra["left_out_of_zip"] = {
             kind: {"why": _LEFT_OUT_WHY[kind], "files": names} for kind, names in left_out.items()
@@ -865,25 +866,25 @@ def _what_fits(
     listing: _Listing,
     digests: MutableMapping[str, Digest],
     groups: dict[str, list[str]],
+    optional: Collection[str],
+    *,
     size: int,
     level: int,
     ahead: _Ahead | None,
 ) -> tuple[list[str], set[str], dict[str, list[str]]]:
-    """Which ``groups`` of files that go in only if they fit do, in an archive of ``size``
-    bytes without them: the files kept, those of them to deflate at :data:`SMALL_LEVEL`
-    (not ``level``), and the groups left out. None fits when the rest is over the limit
-    already; else they all fit whatever deflate makes of them, or else each group by its
-    size deflated ``ahead``, or an estimate."""
-    everything = [name for names in groups.values() for name in names]
+    """Which ``groups`` of files that go in only if they fit (``optional``: all of their
+    names) do, in an archive of ``size`` bytes without them: the files kept, those of them
+    to deflate at :data:`SMALL_LEVEL` (not ``level``), and the groups left out. None fits
+    when the rest is over the limit already; else they all fit whatever deflate makes of
+    them, or else each group by its size deflated ``ahead``, or an estimate."""
     if size > GITHUB_ATTACHMENT_LIMIT:
         return [], set(), {kind: names for kind, names in groups.items() if names}
-    optional = set(everything)
     if size + sum(  # the digests from the catalog, in one query
         _hashed(name, digest).size + _DEFLATE_OVERHEAD + _MANIFEST_LINE - _LEFT_OUT_LINE
         for name, digest in _with_digests(listing, digests)
         if name in optional
     ) <= (GITHUB_ATTACHMENT_LIMIT):
-        return everything, set(), {}
+        return [name for names in groups.values() for name in names], set(), {}
     kept: list[str] = []
     smaller: set[str] = set()
     left_out: dict[str, list[str]] = {}
