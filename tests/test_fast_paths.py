@@ -107,7 +107,7 @@ def test_blocks_highlighted_ahead_are_the_blocks_the_pages_show(
     """A wrong guess would not change a page (blocks are looked up by content) but would
     throw the head start away: every block must be guessed (small ones too, here), and none
     in vain."""
-    monkeypatch.setattr(pages, "AHEAD_MIN_BLOCK_BYTES", 0)
+    monkeypatch.setattr(pages, "AHEAD_MIN_ARTIFACT_BYTES", 0)
     trace, ahead = _read_highlighting_ahead(log)
     try:
         shown = {
@@ -401,7 +401,7 @@ def test_plugin_fast_path_gives_the_same_site(
 
 def test_only_artifacts_of_some_size_are_highlighted_while_the_trace_is_read() -> None:
     """While a trace is read, the code of its artifacts of
-    :data:`~tlsite.core.render.pages.AHEAD_MIN_BLOCK_BYTES` or more goes to the highlighter,
+    :data:`~tlsite.core.render.pages.AHEAD_MIN_ARTIFACT_BYTES` or more goes to the highlighter,
     and no smaller one: a recompile storm's thousands of small blocks cost the reader more
     to hand over than highlighting them early saves (the pages ask for them later)."""
     trace, ahead = _read_highlighting_ahead(TRAINING)
@@ -412,7 +412,7 @@ def test_only_artifacts_of_some_size_are_highlighted_while_the_trace_is_read() -
                 shown = pages.artifact_code(trace, artifact)
                 if shown is None or artifact.payload is None:
                     continue
-                if artifact.payload.size >= pages.AHEAD_MIN_BLOCK_BYTES:
+                if artifact.payload.size >= pages.AHEAD_MIN_ARTIFACT_BYTES:
                     big.add(shown[0].key)
                 else:
                     small.add(shown[0].key)

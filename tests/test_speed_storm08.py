@@ -196,7 +196,7 @@ def test_highlighting_ahead_measures_small_artifacts_without_reading_them_back(
     from tlsite.core.render.pages import artifact_code, highlight_ahead
     from tlsite.core.store import PayloadStore
 
-    monkeypatch.setattr(pages, "AHEAD_MIN_BLOCK_BYTES", 0)  # a storm's small ones too
+    monkeypatch.setattr(pages, "AHEAD_MIN_ARTIFACT_BYTES", 0)  # a storm's small ones too
     trace_path = _storm(tmp_path, 12)
     submitted: list[object] = []
 

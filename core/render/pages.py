@@ -970,13 +970,13 @@ def _code_block(trace: Trace, source: PayloadRef, lexer: str, chars: int) -> Cod
 #: read (the pages ask for their code later): a storm's thousands of small ones cost the
 #: reading process more to hand over than highlighting them early saves, while a big
 #: trace's code is mostly in artifacts above it.
-AHEAD_MIN_BLOCK_BYTES = 16 << 10
+AHEAD_MIN_ARTIFACT_BYTES = 16 << 10
 
 
 def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], None]:
     """A reader callback (``load_source(on_artifact=...)``) that hands each artifact's code
     block to ``highlighter`` as soon as the artifact is read (an artifact of
-    :data:`AHEAD_MIN_BLOCK_BYTES` or more), so that its workers highlight while the rest of
+    :data:`AHEAD_MIN_ARTIFACT_BYTES` or more), so that its workers highlight while the rest of
     the trace is read. The pages later ask for the same blocks."""
 
     counts: Counter[object] = Counter()
@@ -986,7 +986,7 @@ def highlight_ahead(highlighter: Highlighter) -> Callable[[Trace, Artifact], Non
         counts[unit] += 1
         if counts[unit] > MAX_ARTIFACT_SECTIONS:
             return  # listed without its code (see unit_page)
-        if artifact.payload is None or artifact.payload.size < AHEAD_MIN_BLOCK_BYTES:
+        if artifact.payload is None or artifact.payload.size < AHEAD_MIN_ARTIFACT_BYTES:
             return
         block = artifact_block(trace, artifact)
         if block is not None:
